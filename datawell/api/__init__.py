@@ -1,0 +1,1 @@
+"""The REST surface: one module per resource, each exposing a `router`."""

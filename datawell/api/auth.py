@@ -1,0 +1,105 @@
+"""Bearer tokens: HS256 JWTs signed by the service and revocable by id (`jti`), or,
+when configured, JWTs of an external OpenID issuer verified against its JWKS."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import jwt
+from starlette.requests import Request
+
+from datawell.errors import Unauthorized
+from datawell.storage.db import Database
+from datawell.storage.tables import Token, User
+from datawell.storage.users import active_token_user, create_token, find_user, get_user
+
+ISSUER = "datawell"
+
+
+class TokenAuthority:
+    def __init__(
+        self,
+        db: Database,
+        secret: str,
+        *,
+        oidc_issuer: str | None = None,
+        oidc_jwks_url: str | None = None,
+        oidc_audience: str | None = None,
+    ) -> None:
+        self.db = db
+        self.secret = secret
+        self.oidc_issuer = oidc_issuer
+        self.oidc_audience = oidc_audience
+        self.jwks = jwt.PyJWKClient(oidc_jwks_url) if oidc_jwks_url else None
+
+    def encode(self, token: Token, user: User) -> str:
+        claims = {
+            "iss": ISSUER,
+            "sub": user.username,
+            "jti": token.id,
+            "iat": int(token.created_at.timestamp()),
+            "exp": int(token.expires_at.timestamp()),
+        }
+        return jwt.encode(claims, self.secret, algorithm="HS256")
+
+    async def issue(self, username: str, ttl: timedelta, description: str = "") -> tuple[Token, str]:
+        async with self.db.session() as session:
+            user = await get_user(session, username)
+            token = await create_token(session, user, ttl, description)
+        return token, self.encode(token, user)
+
+    async def authenticate(self, authorization: str | None) -> User:
+        if not authorization:
+            raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'")
+        scheme, _, raw = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not raw.strip():
+            raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+        raw = raw.strip()
+        try:
+            header = jwt.get_unverified_header(raw)
+        except jwt.PyJWTError:
+            raise Unauthorized("the bearer token is not a valid JWT") from None
+        if header.get("alg") == "HS256":
+            return await self._own_token(raw)
+        return await self._external_token(raw)
+
+    async def _own_token(self, raw: str) -> User:
+        try:
+            claims = jwt.decode(
+                raw, self.secret, algorithms=["HS256"], issuer=ISSUER, options={"require": ["exp", "jti", "sub"]}
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthorized("the bearer token has expired") from None
+        except jwt.PyJWTError:
+            raise Unauthorized("the bearer token is invalid") from None
+        async with self.db.session() as session:
+            user = await active_token_user(session, claims["jti"])
+        if user is None:
+            raise Unauthorized("the bearer token has been revoked or is unknown")
+        return user
+
+    async def _external_token(self, raw: str) -> User:
+        if self.jwks is None:
+            raise Unauthorized("the bearer token is invalid")
+        try:
+            key = self.jwks.get_signing_key_from_jwt(raw)
+            claims = jwt.decode(
+                raw, key.key, algorithms=["RS256", "ES256"], issuer=self.oidc_issuer, audience=self.oidc_audience
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthorized("the bearer token has expired") from None
+        except jwt.PyJWTError:
+            raise Unauthorized("the bearer token is invalid") from None
+        username = claims.get("preferred_username") or claims.get("sub")
+        async with self.db.session() as session:
+            user = await find_user(session, str(username))
+        if user is None:
+            raise Unauthorized(f"no Datawell user for the identity {username!r}")
+        return user
+
+
+async def current_user(request: Request) -> User:
+    authority: TokenAuthority = request.state.services.tokens
+    user = await authority.authenticate(request.headers.get("authorization"))
+    request.scope["user"] = user
+    return user

@@ -1,0 +1,171 @@
+"""BuildSpecs: stored definitions reading source datasets and writing a destination dataset.
+The code payload is opaque: stored byte for byte and never interpreted."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from pydantic import Field
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel, DatasetCoordinate
+from datawell.errors import InvalidInput, NotFound, SubError
+from datawell.storage.access import Permission, authorize
+from datawell.storage.build_specs import create_build_spec, get_build_spec, list_build_specs, replace_build_spec
+from datawell.storage.datasets import find_dataset
+from datawell.storage.tables import BuildSpec, User
+
+router = Router("build-specs")
+
+
+class BuildSpecCode(ApiModel):
+    payload: str
+
+
+class BuildSpecRequest(ApiModel):
+    sources: list[DatasetCoordinate] = Field(min_length=1)
+    destination: DatasetCoordinate
+    code: BuildSpecCode
+
+
+class BuildSpecResponse(ApiModel):
+    id: uuid.UUID
+    owner: str
+    version: int
+    sources: list[DatasetCoordinate]
+    destination: DatasetCoordinate
+    code: BuildSpecCode
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, spec: BuildSpec, owner: User) -> BuildSpecResponse:
+        return cls(
+            id=uuid.UUID(spec.id),
+            owner=owner.username,
+            version=spec.version,
+            sources=[DatasetCoordinate.model_validate(s) for s in spec.sources],
+            destination=DatasetCoordinate.model_validate(spec.destination),
+            code=BuildSpecCode(payload=spec.payload),
+            created_at=spec.created_at,
+            updated_at=spec.updated_at,
+        )
+
+
+class BuildSpecList(ApiModel):
+    data: list[BuildSpecResponse]
+
+
+async def check_coordinates(session: AsyncSession, user: User, body: BuildSpecRequest) -> None:
+    """Sources must be readable and the destination writable by the caller: 403 when the
+    caller lacks access, 422 naming every coordinate that does not exist."""
+    wanted = [(f"sources.{i}", c, Permission.READ) for i, c in enumerate(body.sources)]
+    wanted.append(("destination", body.destination, Permission.WRITE))
+    missing = []
+    for where, coordinate, permission in wanted:
+        try:
+            namespace = await authorize(session, user, coordinate.owner, coordinate.namespace, permission)
+        except NotFound:
+            namespace = None
+        if namespace is None or await find_dataset(session, namespace, coordinate.dataset_name) is None:
+            missing.append(SubError("unknown_dataset", f"{where}: dataset {coordinate} does not exist"))
+    if missing:
+        raise InvalidInput("the BuildSpec names datasets that do not exist", sub_errors=missing)
+
+
+def parse_if_match(request: Request) -> int | None:
+    value = request.headers.get("if-match")
+    if value is None or value.strip() == "*":
+        return None
+    try:
+        return int(value.strip().removeprefix("W/").strip('"'))
+    except ValueError:
+        raise InvalidInput(
+            "If-Match must be a BuildSpec version",
+            sub_errors=[SubError("invalid_header", f"If-Match: {value!r} is not an integer version")],
+        ) from None
+
+
+def spec_id(request: Request) -> str:
+    raw = request.path_params["buildSpecId"]
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise InvalidInput(
+            "invalid BuildSpec id", sub_errors=[SubError("uuid_parsing", f"buildSpecId: {raw!r} is not a UUID")]
+        ) from None
+
+
+@router.operation(
+    "POST",
+    "/build-specs",
+    summary="Create a BuildSpec",
+    body=BuildSpecRequest,
+    response=BuildSpecResponse,
+    status=201,
+    errors=(403, 415, 422),
+)
+async def create(request: Request, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
+    """Creates a BuildSpec at version 1, owned by the caller."""
+    async with request.state.services.db.session() as session:
+        await check_coordinates(session, user, body)
+        spec = await create_build_spec(
+            session,
+            user,
+            [s.model_dump(by_alias=True) for s in body.sources],
+            body.destination.model_dump(by_alias=True),
+            body.code.payload,
+        )
+        return BuildSpecResponse.of(spec, user)
+
+
+@router.operation("GET", "/build-specs", summary="List the caller's BuildSpecs", response=BuildSpecList)
+async def list_all(request: Request, user: User) -> BuildSpecList:
+    """Lists the caller's BuildSpecs, oldest first."""
+    async with request.state.services.db.session() as session:
+        return BuildSpecList(data=[BuildSpecResponse.of(s, user) for s in await list_build_specs(session, user)])
+
+
+@router.operation(
+    "GET", "/build-specs/{buildSpecId}", summary="Read a BuildSpec", response=BuildSpecResponse, errors=(404, 422)
+)
+async def read(request: Request, user: User) -> BuildSpecResponse:
+    """Reads one of the caller's BuildSpecs."""
+    async with request.state.services.db.session() as session:
+        return BuildSpecResponse.of(await get_build_spec(session, user, spec_id(request)), user)
+
+
+@router.operation(
+    "PUT",
+    "/build-specs/{buildSpecId}",
+    summary="Replace a BuildSpec",
+    body=BuildSpecRequest,
+    response=BuildSpecResponse,
+    errors=(403, 404, 409, 415, 422),
+    headers=(("If-Match", "Optional: the version the edit is based on; a different current version gives 409."),),
+)
+async def replace(request: Request, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
+    """Replaces the definition as a whole and bumps the version."""
+    expected = parse_if_match(request)
+    async with request.state.services.db.session() as session:
+        spec = await get_build_spec(session, user, spec_id(request))
+        await check_coordinates(session, user, body)
+        spec = await replace_build_spec(
+            session,
+            spec,
+            [s.model_dump(by_alias=True) for s in body.sources],
+            body.destination.model_dump(by_alias=True),
+            body.code.payload,
+            expected,
+        )
+        return BuildSpecResponse.of(spec, user)
+
+
+@router.operation("DELETE", "/build-specs/{buildSpecId}", summary="Delete a BuildSpec", status=204, errors=(404, 422))
+async def delete(request: Request, user: User) -> None:
+    """Deletes one of the caller's BuildSpecs."""
+    async with request.state.services.db.session() as session:
+        await session.delete(await get_build_spec(session, user, spec_id(request)))

@@ -1,0 +1,107 @@
+"""Datasets: create (namespace created on first use), list and read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+from starlette.requests import Request
+
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel
+from datawell.storage.access import Permission, authorize, ensure_namespace
+from datawell.storage.datasets import DatasetRef, create_dataset, get_dataset, list_datasets
+from datawell.storage.tables import User
+
+router = Router("datasets")
+
+MAX_DESCRIPTION = 10000
+
+
+class DatasetCreateRequest(ApiModel):
+    data_description: str = Field(
+        "", max_length=MAX_DESCRIPTION, description="Describes the dataset to help the AI system understand context."
+    )
+    schema_definition: dict[str, str] = Field(
+        description="Maps field names to descriptions that guide structuring of extracted data."
+    )
+
+
+class DatasetResponse(ApiModel):
+    id: str
+    owner: str
+    namespace: str
+    dataset_name: str
+    data_description: str
+    schema_definition: dict[str, str]
+    field_types: dict[str, str] = Field(description="Column types inferred at ingestion; empty until data arrives.")
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, dataset: DatasetRef) -> DatasetResponse:
+        record = dataset.record
+        return cls(
+            id=record.id,
+            owner=dataset.namespace.owner,
+            namespace=dataset.namespace.name,
+            dataset_name=record.name,
+            data_description=record.description,
+            schema_definition=record.schema_definition,
+            field_types=record.field_types,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+        )
+
+
+class DatasetList(ApiModel):
+    data: list[DatasetResponse]
+
+
+@router.operation(
+    "POST",
+    "/ingest/new/{namespace}/{datasetName}",
+    summary="Create a dataset",
+    body=DatasetCreateRequest,
+    response=DatasetResponse,
+    status=201,
+    errors=(409, 415, 422),
+)
+async def create(request: Request, user: User, body: DatasetCreateRequest) -> DatasetResponse:
+    """Creates a dataset owned by the caller in the caller's namespace, creating the namespace on first use."""
+    async with request.state.services.db.session() as session:
+        namespace = await ensure_namespace(session, user, request.path_params["namespace"])
+        dataset = await create_dataset(
+            session, namespace, request.path_params["datasetName"], body.data_description, body.schema_definition, user
+        )
+        return DatasetResponse.of(dataset)
+
+
+@router.operation(
+    "GET",
+    "/datasets/{username}/{namespace}",
+    summary="List the datasets of a namespace",
+    response=DatasetList,
+    errors=(403, 404),
+)
+async def list_namespace(request: Request, user: User) -> DatasetList:
+    """Lists the datasets of a namespace the caller owns or holds a grant on."""
+    params = request.path_params
+    async with request.state.services.db.session() as session:
+        namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
+        return DatasetList(data=[DatasetResponse.of(d) for d in await list_datasets(session, namespace)])
+
+
+@router.operation(
+    "GET",
+    "/datasets/{username}/{namespace}/{datasetName}",
+    summary="Read a dataset",
+    response=DatasetResponse,
+    errors=(403, 404),
+)
+async def read(request: Request, user: User) -> DatasetResponse:
+    """Reads one dataset: its description, schema and inferred field types."""
+    params = request.path_params
+    async with request.state.services.db.session() as session:
+        namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
+        return DatasetResponse.of(await get_dataset(session, namespace, params["datasetName"]))

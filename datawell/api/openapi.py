@@ -1,0 +1,117 @@
+"""The OpenAPI 3.1 document, generated from the declared operations and their models."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import models_json_schema
+
+from datawell import __version__
+from datawell.api.routing import Operation
+from datawell.api.schemas import ErrorResponse
+
+REF = "#/components/schemas/{model}"
+ERROR_TEXT = {
+    401: "Unauthorized: the token is missing or invalid",
+    403: "Forbidden: the caller has no access to the resource",
+    404: "Not found",
+    409: "Conflict with the current state of the resource",
+    415: "Unsupported media type: send application/json",
+    422: "Unprocessable content: sub_errors names each bad field",
+}
+
+
+def build_openapi(mounted: list[tuple[str, list[Operation]]], server_url: str, auth_url: str) -> dict[str, Any]:
+    """`mounted` pairs each path prefix with the operations mounted under it."""
+    operations = [op for _, ops in mounted for op in ops]
+    models = _models(operations)
+    keyed = [(m, "validation") for m in models]
+    refs, defs = models_json_schema(keyed, ref_template=REF) if keyed else ({}, {"$defs": {}})
+    paths: dict[str, dict[str, Any]] = {}
+    for prefix, ops in mounted:
+        for op in ops:
+            paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
+        "servers": [{"url": server_url}],
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "openId": {
+                    "type": "oauth2",
+                    "flows": {"implicit": {"authorizationUrl": auth_url, "scopes": {"openid": "OpenID Connect"}}},
+                },
+            },
+        },
+    }
+
+
+def _models(operations: list[Operation]) -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = [ErrorResponse]
+    for op in operations:
+        for candidate in (op.body, op.query, op.response):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel) and candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def _schema(model: Any, refs: dict[Any, Any]) -> dict[str, Any]:
+    if (model, "validation") in refs:
+        return refs[(model, "validation")]
+    return TypeAdapter(model).json_schema(ref_template=REF)
+
+
+def _operation(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "operationId": f"{op.tag}.{op.endpoint.__name__}",
+        "summary": op.summary,
+        "description": op.description,
+        "tags": [op.tag],
+        "security": [] if op.public else [{"bearerAuth": []}, {"openId": ["openid"]}],
+        "parameters": _parameters(op),
+        "responses": {},
+    }
+    if op.body is not None:
+        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": _schema(op.body, refs)}}}
+    success: dict[str, Any] = {"description": "Success"}
+    if op.response is not None:
+        success["content"] = {"application/json": {"schema": _schema(op.response, refs)}}
+    for media_type, description in op.streams.items():
+        success.setdefault("content", {})[media_type] = {"schema": {"type": "string", "description": description}}
+    doc["responses"][str(op.status)] = success
+    for status in op.errors:
+        doc["responses"][str(status)] = {
+            "description": ERROR_TEXT.get(status, "Error"),
+            "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorResponse")}}},
+        }
+    return doc
+
+
+def _parameters(op: Operation) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in re.findall(r"{(\w+)}", op.path)
+    ]
+    if op.query is not None:
+        schema = op.query.model_json_schema(by_alias=True)
+        required = set(schema.get("required", []))
+        for name, prop in schema.get("properties", {}).items():
+            params.append(
+                {
+                    "name": name,
+                    "in": "query",
+                    "required": name in required,
+                    "schema": prop,
+                    "description": prop.get("description", ""),
+                }
+            )
+    params.extend(
+        {"name": name, "in": "header", "required": False, "description": text, "schema": {"type": "string"}}
+        for name, text in op.headers
+    )
+    return params

@@ -1,0 +1,33 @@
+"""Shapes shared by several resources."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class ApiModel(BaseModel):
+    """Wire models: camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class SubErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error_code: str = Field(examples=["UNAUTHORIZED"])
+    message: str
+    error_message: str = ""
+    sub_errors: list[SubErrorBody] = Field(default_factory=list)
+
+
+class DatasetCoordinate(ApiModel):
+    owner: str = Field(min_length=1)
+    namespace: str = Field(min_length=1)
+    dataset_name: str = Field(min_length=1)
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.namespace}/{self.dataset_name}"

@@ -1,0 +1,33 @@
+"""Health and the OpenAPI document: public, outside the resource modules."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from sqlalchemy import text
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from datawell import __version__
+from datawell.api.routing import Router
+
+router = Router("system")
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    database: str
+
+
+@router.operation("GET", "/health", summary="Liveness and database reachability", response=Health, public=True)
+async def health(request: Request) -> Health:
+    """Reports whether the service and its metadata database answer."""
+    async with request.state.services.db.session() as session:
+        await session.execute(text("SELECT 1"))
+    return Health(status="ok", version=__version__, database=request.state.services.db.dialect)
+
+
+@router.operation("GET", "/api/v1/openapi.json", summary="This OpenAPI document", public=True)
+async def openapi(request: Request) -> JSONResponse:
+    """The OpenAPI 3.1 document of every REST route."""
+    return JSONResponse(request.app.state.openapi)

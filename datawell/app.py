@@ -1,0 +1,69 @@
+"""The composition root: builds the services from settings and the Starlette app around them."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from datawell.api import build_specs, datasets, system
+from datawell.api.auth import TokenAuthority
+from datawell.api.errors import EXCEPTION_HANDLERS
+from datawell.api.openapi import build_openapi
+from datawell.api.routing import Router
+from datawell.config import Settings
+from datawell.services import Services
+from datawell.storage.db import Database
+
+API_PREFIX = "/api/v1"
+API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
+
+
+def signing_secret(settings: Settings) -> str:
+    """The configured JWT key, or one generated once into the data folder."""
+    if settings.jwt_secret is not None:
+        return settings.jwt_secret.get_secret_value()
+    path = settings.data_dir / "jwt-secret"
+    if not path.exists():
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+async def build_services(settings: Settings) -> Services:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.resolved_database_url)
+    await db.migrate()
+    tokens = TokenAuthority(
+        db,
+        signing_secret(settings),
+        oidc_issuer=settings.oidc_issuer,
+        oidc_jwks_url=settings.oidc_jwks_url,
+        oidc_audience=settings.oidc_audience,
+    )
+    return Services(settings=settings, db=db, tokens=tokens)
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
+        services = await build_services(settings)
+        try:
+            yield {"services": services}
+        finally:
+            await services.close()
+
+    routes: list[Route] = []
+    for router in API_ROUTERS:
+        routes.extend(router.routes(API_PREFIX))
+    routes.extend(system.router.routes(""))
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+    mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
+    app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
+    return app

@@ -1,0 +1,166 @@
+"""The `datawell` command line."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Annotated, TypeVar
+
+import typer
+
+from datawell.app import build_services
+from datawell.config import Settings
+from datawell.errors import DatawellError
+from datawell.services import Services
+from datawell.storage import access, users
+
+app = typer.Typer(help="Datawell: an open data platform for agents.", no_args_is_help=True)
+users_app = typer.Typer(help="Manage users.", no_args_is_help=True)
+token_app = typer.Typer(help="Issue and revoke API tokens.", no_args_is_help=True)
+grants_app = typer.Typer(help="Share namespaces with other users.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+app.add_typer(token_app, name="token")
+app.add_typer(grants_app, name="grants")
+
+T = TypeVar("T")
+
+
+def run(work: Callable[[Services], Awaitable[T]]) -> T:
+    """Run one command against freshly built services; errors become a message and exit code 1."""
+
+    async def main() -> T:
+        services = await build_services(Settings())
+        try:
+            return await work(services)
+        finally:
+            await services.close()
+
+    try:
+        return asyncio.run(main())
+    except DatawellError as exc:
+        details = "".join(f"\n  {s.message}" for s in exc.sub_errors)
+        typer.echo(f"error: {exc.message}{details}", err=True)
+        raise typer.Exit(1) from None
+
+
+def split_namespace(value: str) -> tuple[str, str]:
+    owner, sep, name = value.partition("/")
+    if not sep or not owner or not name:
+        raise typer.BadParameter("give the namespace as OWNER/NAMESPACE")
+    return owner, name
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default DATAWELL_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default DATAWELL_PORT).")] = None,
+) -> None:
+    """Run the API (and, by default, the ingestion worker) in this process."""
+    import uvicorn
+
+    from datawell.app import create_app
+
+    settings = Settings()
+    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+
+
+@users_app.command("create")
+def users_create(name: str) -> None:
+    """Create a user."""
+
+    async def work(services: Services) -> None:
+        async with services.db.session() as session:
+            await users.create_user(session, name)
+
+    run(work)
+    typer.echo(f"created user {name}")
+
+
+@users_app.command("list")
+def users_list() -> None:
+    """List users."""
+
+    async def work(services: Services) -> list[str]:
+        async with services.db.session() as session:
+            return [u.username for u in await users.list_users(session)]
+
+    for name in run(work):
+        typer.echo(name)
+
+
+@token_app.command("issue")
+def token_issue(
+    user: str,
+    ttl: Annotated[int | None, typer.Option(help="Lifetime in seconds (default DATAWELL_TOKEN_TTL_SECONDS).")] = None,
+    description: Annotated[str, typer.Option(help="What the token is for.")] = "",
+) -> None:
+    """Issue a bearer token for USER; prints the token id (for revoke) and the token."""
+
+    async def work(services: Services) -> tuple[str, str]:
+        lifetime = timedelta(seconds=ttl or services.settings.token_ttl_seconds)
+        token, encoded = await services.tokens.issue(user, lifetime, description)
+        return token.id, encoded
+
+    token_id, encoded = run(work)
+    typer.echo(f"token id: {token_id}", err=True)
+    typer.echo(encoded)
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str) -> None:
+    """Revoke a token by its id; requests with it get 401 from then on."""
+
+    async def work(services: Services) -> None:
+        async with services.db.session() as session:
+            await users.revoke_token(session, token_id)
+
+    run(work)
+    typer.echo(f"revoked token {token_id}")
+
+
+@grants_app.command("add")
+def grants_add(
+    namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")],
+    user: str,
+    permission: Annotated[access.Permission, typer.Option(help="read or write")] = access.Permission.READ,
+) -> None:
+    """Give USER read or write access to a namespace."""
+    owner, name = split_namespace(namespace)
+
+    async def work(services: Services) -> None:
+        async with services.db.session() as session:
+            await access.set_grant(session, owner, name, user, permission)
+
+    run(work)
+    typer.echo(f"granted {permission.value} on {namespace} to {user}")
+
+
+@grants_app.command("remove")
+def grants_remove(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")], user: str) -> None:
+    """Take away USER's access to a namespace."""
+    owner, name = split_namespace(namespace)
+
+    async def work(services: Services) -> bool:
+        async with services.db.session() as session:
+            return await access.remove_grant(session, owner, name, user)
+
+    removed = run(work)
+    typer.echo(f"removed {user}'s grant on {namespace}" if removed else f"{user} had no grant on {namespace}")
+
+
+@grants_app.command("list")
+def grants_list(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")]) -> None:
+    """List who has access to a namespace."""
+    owner, name = split_namespace(namespace)
+
+    async def work(services: Services) -> list[tuple[str, str]]:
+        async with services.db.session() as session:
+            return await access.list_grants(session, owner, name)
+
+    for grantee, permission in run(work):
+        typer.echo(f"{grantee}\t{permission}")
+
+
+def main() -> None:
+    app()

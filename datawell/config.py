@@ -1,0 +1,78 @@
+"""Settings, read once from the environment (``DATAWELL_*``) and nowhere else."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DATAWELL_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(
+        Path("./.datawell"), description="Folder for the SQLite database, objects, vectors, model cache."
+    )
+    database_url: str | None = Field(None, description="SQLAlchemy async URL; default SQLite in data_dir.")
+    rows_database_url: str | None = Field(None, description="Database for dataset rows; default: database_url.")
+    public_base_url: str = Field("http://127.0.0.1:8000", description="Address clients use to reach the service.")
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # Auth: tokens are HS256 JWTs signed with this key. The default is generated once
+    # into data_dir so a fresh machine works; set it explicitly for several processes.
+    jwt_secret: SecretStr | None = None
+    token_ttl_seconds: int = 30 * 24 * 3600
+    oidc_issuer: str | None = None
+    oidc_jwks_url: str | None = None
+    oidc_audience: str | None = None
+    auth_url: str = "https://auth.example.invalid/authorize"
+
+    # Objects
+    object_store: str = Field("local", pattern="^(local|s3)$")
+    s3_endpoint_url: str | None = None
+    s3_bucket: str = "datawell"
+    s3_region: str = "us-east-1"
+    presign_ttl_seconds: int = 3600
+
+    # Vectors
+    qdrant_url: str | None = None
+
+    # Models: a litellm name ("provider/model"); empty means the embedded model.
+    model: str | None = None
+    plan_model: str | None = None
+    query_model: str | None = None
+    answer_model: str | None = None
+    llm_timeout_seconds: float = 120.0
+    llm_max_retries: int = 2
+    embedded_model_enabled: bool = True
+    embeddings_enabled: bool = True
+
+    # Query language limits
+    query_row_cap: int = 1000
+    query_time_limit_seconds: float = 10.0
+
+    # Assistant budgets
+    max_steps: int = 5
+    max_rows_per_step: int = 50
+    max_tokens_per_run: int = 20000
+
+    web_search_url: str | None = None
+
+    # Ingestion
+    run_worker_in_process: bool = True
+    worker_poll_seconds: float = 1.0
+    worker_lease_seconds: int = 300
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"
+
+    @cached_property
+    def resolved_rows_database_url(self) -> str:
+        return self.rows_database_url or self.resolved_database_url
+
+    def api_base_url(self) -> str:
+        return self.public_base_url.rstrip("/") + "/api/v1"

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy tables and repositories, object store, vector store. Knows nothing of HTTP."""

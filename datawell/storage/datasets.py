@@ -1,0 +1,102 @@
+"""Dataset records: coordinate, description, schema, inferred field types, row table."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from datawell.errors import Conflict, InvalidInput, NotFound, SubError
+from datawell.storage.access import NamespaceRef
+from datawell.storage.tables import Dataset, User
+from datawell.storage.users import check_name
+
+FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+MAX_FIELDS = 500
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A dataset with the namespace it lives in."""
+
+    record: Dataset
+    namespace: NamespaceRef
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+
+def check_schema(schema: dict[str, str]) -> None:
+    """Field names must be usable as column names; say which are not and why."""
+    problems: list[SubError] = []
+    seen: dict[str, str] = {}
+    if not schema:
+        problems.append(SubError("empty_schema", "schemaDefinition: give at least one field"))
+    if len(schema) > MAX_FIELDS:
+        problems.append(SubError("too_many_fields", f"schemaDefinition: at most {MAX_FIELDS} fields"))
+    for name in schema:
+        where = f"schemaDefinition.{name}"
+        if not FIELD_PATTERN.fullmatch(name):
+            problems.append(
+                SubError(
+                    "invalid_field_name",
+                    f"{where}: use letters, digits and '_', not starting with a digit, at most 63 characters",
+                )
+            )
+        elif name.startswith("__"):
+            problems.append(
+                SubError("reserved_field_name", f"{where}: names starting with '__' are reserved for internal fields")
+            )
+        elif name.lower() in seen:
+            problems.append(
+                SubError(
+                    "duplicate_field_name",
+                    f"{where}: same column name as {seen[name.lower()]!r} (names are case-insensitive)",
+                )
+            )
+        seen.setdefault(name.lower(), name)
+    if problems:
+        raise InvalidInput("the dataset schema is invalid", sub_errors=problems)
+
+
+async def create_dataset(
+    session: AsyncSession, namespace: NamespaceRef, name: str, description: str, schema: dict[str, str], creator: User
+) -> DatasetRef:
+    check_name("dataset", name)
+    check_schema(schema)
+    if await find_dataset(session, namespace, name) is not None:
+        raise Conflict(f"dataset {namespace}/{name} already exists")
+    record = Dataset(
+        namespace_id=namespace.id,
+        name=name,
+        description=description,
+        schema_definition=schema,
+        table_name=f"ds_{uuid.uuid4().hex[:24]}",
+        created_by=creator.id,
+    )
+    session.add(record)
+    await session.flush()
+    return DatasetRef(record, namespace)
+
+
+async def find_dataset(session: AsyncSession, namespace: NamespaceRef, name: str) -> DatasetRef | None:
+    record = (
+        await session.execute(select(Dataset).where(Dataset.namespace_id == namespace.id, Dataset.name == name))
+    ).scalar_one_or_none()
+    return None if record is None else DatasetRef(record, namespace)
+
+
+async def get_dataset(session: AsyncSession, namespace: NamespaceRef, name: str) -> DatasetRef:
+    dataset = await find_dataset(session, namespace, name)
+    if dataset is None:
+        raise NotFound(f"dataset {namespace}/{name} does not exist")
+    return dataset
+
+
+async def list_datasets(session: AsyncSession, namespace: NamespaceRef) -> list[DatasetRef]:
+    rows = await session.execute(select(Dataset).where(Dataset.namespace_id == namespace.id).order_by(Dataset.name))
+    return [DatasetRef(record, namespace) for record in rows.scalars()]

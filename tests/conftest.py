@@ -1,0 +1,136 @@
+"""Shared fixtures. Every test gets a fresh database: SQLite always, and PostgreSQL too when
+DATAWELL_TEST_POSTGRES_URL names a server (`.ci/run` starts one)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from datawell.app import create_app
+from datawell.config import Settings
+from datawell.services import Services
+
+POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a real model: litellm calls fail loudly."""
+    import litellm
+
+    async def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a test tried to call a real model through litellm")
+
+    monkeypatch.setattr(litellm, "acompletion", refuse)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'datawell.db'}"
+        return
+    if not POSTGRES_URL:
+        pytest.skip("DATAWELL_TEST_POSTGRES_URL is not set")
+    import asyncpg
+
+    admin_dsn = POSTGRES_URL.replace("postgresql+asyncpg://", "postgresql://")
+    name = f"dw_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(admin_dsn)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        jwt_secret="test-secret-test-secret-test-secret",
+        public_base_url="http://testserver",
+        embeddings_enabled=False,
+        embedded_model_enabled=False,
+        run_worker_in_process=False,
+    )
+
+
+@dataclass
+class Running:
+    """An app whose lifespan has run: `asgi` hands the lifespan state to every request, as a server does."""
+
+    app: Starlette
+    asgi: ASGIApp
+    services: Services
+
+
+@asynccontextmanager
+async def served(app: Starlette) -> AsyncIterator[Running]:
+    async with app.router.lifespan_context(app) as state:
+
+        async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
+            scope["state"] = dict(state)
+            await app(scope, receive, send)
+
+        yield Running(app, with_state, state["services"])
+
+
+@pytest.fixture
+async def service(settings: Settings) -> AsyncIterator[Running]:
+    async with served(create_app(settings)) as running:
+        yield running
+
+
+@pytest.fixture
+def services(service: Running) -> Services:
+    return service.services
+
+
+@pytest.fixture
+async def client(service: Running) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=service.asgi, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield http
+
+
+class Account:
+    """A user with a token, as a test client sees them."""
+
+    def __init__(self, name: str, token: str, token_id: str) -> None:
+        self.name = name
+        self.token = token
+        self.token_id = token_id
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+
+async def make_account(services: Services, name: str) -> Account:
+    from datetime import timedelta
+
+    from datawell.storage.users import create_user
+
+    async with services.db.session() as session:
+        await create_user(session, name)
+    token, encoded = await services.tokens.issue(name, timedelta(hours=1))
+    return Account(name, encoded, token.id)
+
+
+@pytest.fixture
+async def alice(services: Services) -> Account:
+    return await make_account(services, "alice")
+
+
+@pytest.fixture
+async def bob(services: Services) -> Account:
+    return await make_account(services, "bob")
