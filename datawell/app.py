@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -15,11 +16,24 @@ from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
+from datawell.llm.models import ChatModels
+from datawell.prompts import PromptLibrary
 from datawell.services import Services
 from datawell.storage.db import Database
+from datawell.storage.rows import RowStore
+from datawell.storage.vectors import VectorStore
 
 API_PREFIX = "/api/v1"
 API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Replacements for services that tests and eval runs swap in (scripted models, a hashing embedder)."""
+
+    models: ChatModels | None = None
+    embedder: Embedder | None = None
 
 
 def signing_secret(settings: Settings) -> str:
@@ -34,7 +48,18 @@ def signing_secret(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-async def build_services(settings: Settings) -> Services:
+def default_embedder(settings: Settings) -> Embedder:
+    return MiniLMEmbedder() if settings.embeddings_enabled else HashingEmbedder()
+
+
+def default_models(settings: Settings) -> ChatModels:
+    from datawell.llm.litellm_models import LiteLLMChatModels
+
+    return LiteLLMChatModels(settings)
+
+
+async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
+    overrides = overrides or Overrides()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     await db.migrate()
@@ -45,15 +70,25 @@ async def build_services(settings: Settings) -> Services:
         oidc_jwks_url=settings.oidc_jwks_url,
         oidc_audience=settings.oidc_audience,
     )
-    return Services(settings=settings, db=db, tokens=tokens)
+    embedder = overrides.embedder or default_embedder(settings)
+    return Services(
+        settings=settings,
+        db=db,
+        tokens=tokens,
+        rows=RowStore(settings.resolved_rows_database_url),
+        vectors=VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant"),
+        embedder=embedder,
+        models=overrides.models or default_models(settings),
+        prompts=PromptLibrary(),
+    )
 
 
-def create_app(settings: Settings | None = None) -> Starlette:
+def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
-        services = await build_services(settings)
+        services = await build_services(settings, overrides)
         try:
             yield {"services": services}
         finally:

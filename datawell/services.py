@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 from datawell.api.auth import TokenAuthority
 from datawell.config import Settings
+from datawell.llm.embeddings import Embedder
+from datawell.llm.models import ChatModels
+from datawell.prompts import PromptLibrary
 from datawell.storage.db import Database
+from datawell.storage.rows import RowStore
+from datawell.storage.vectors import VectorStore
 
 
 @dataclass
@@ -15,6 +20,13 @@ class Services:
     settings: Settings
     db: Database
     tokens: TokenAuthority
+    rows: RowStore
+    vectors: VectorStore
+    embedder: Embedder
+    models: ChatModels
+    prompts: PromptLibrary
 
     async def close(self) -> None:
+        await self.vectors.close()
+        await self.rows.close()
         await self.db.close()

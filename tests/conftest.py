@@ -16,8 +16,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from datawell.app import create_app
+from datawell.app import Overrides, create_app
 from datawell.config import Settings
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.llm.models import FixedChatModels
+from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
 
 POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
@@ -88,8 +91,20 @@ async def served(app: Starlette) -> AsyncIterator[Running]:
 
 
 @pytest.fixture
-async def service(settings: Settings) -> AsyncIterator[Running]:
-    async with served(create_app(settings)) as running:
+def chat_model() -> ScriptedChatModel:
+    """The model every stage gets; a test that expects model calls gives it a script."""
+    return ScriptedChatModel([])
+
+
+@pytest.fixture
+def chat_models(chat_model: ScriptedChatModel) -> FixedChatModels:
+    return FixedChatModels(chat_model)
+
+
+@pytest.fixture
+async def service(settings: Settings, chat_models: FixedChatModels) -> AsyncIterator[Running]:
+    overrides = Overrides(models=chat_models, embedder=HashingEmbedder())
+    async with served(create_app(settings, overrides)) as running:
         yield running
 
 

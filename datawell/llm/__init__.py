@@ -1,0 +1,1 @@
+"""Chat models and embeddings: how a request's model choice becomes a model."""

@@ -1,0 +1,92 @@
+"""Vectors in Qdrant: embedded local mode by default (a folder), a server by URL at scale.
+
+Collections hold points whose payload names the dataset they belong to, so one dataset's
+points can be searched or deleted on their own."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient, models
+
+ROWS = "rows"
+FIELDS = "fields"
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str  # a UUID: the row's __id, or any stable id
+    vector: Sequence[float]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+def _dataset_filter(dataset_id: str, **extra: str) -> models.Filter:
+    conditions = [models.FieldCondition(key="dataset_id", match=models.MatchValue(value=dataset_id))]
+    conditions += [models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in extra.items()]
+    return models.Filter(must=conditions)  # type: ignore[arg-type]
+
+
+class VectorStore:
+    def __init__(self, dimension: int, *, url: str | None = None, path: Path | None = None) -> None:
+        self.dimension = dimension
+        self.remote = url is not None
+        self.client = AsyncQdrantClient(url=url) if url else AsyncQdrantClient(path=str(path) if path else ":memory:")
+        self._ready: set[str] = set()
+
+    async def _collection(self, name: str) -> None:
+        if name in self._ready:
+            return
+        if not await self.client.collection_exists(name):
+            await self.client.create_collection(
+                name, vectors_config=models.VectorParams(size=self.dimension, distance=models.Distance.COSINE)
+            )
+            if self.remote:  # local mode filters by scanning; indexes only matter on a server
+                await self.client.create_payload_index(name, "dataset_id", models.PayloadSchemaType.KEYWORD)
+        self._ready.add(name)
+
+    async def upsert(self, collection: str, dataset_id: str, points: Sequence[Point]) -> None:
+        if not points:
+            return
+        await self._collection(collection)
+        await self.client.upsert(
+            collection,
+            points=[
+                models.PointStruct(
+                    id=str(uuid.UUID(p.id)), vector=list(p.vector), payload={**p.payload, "dataset_id": dataset_id}
+                )
+                for p in points
+            ],
+        )
+
+    async def search(self, collection: str, dataset_id: str, vector: Sequence[float], limit: int) -> list[Hit]:
+        await self._collection(collection)
+        response = await self.client.query_points(
+            collection, query=list(vector), query_filter=_dataset_filter(dataset_id), limit=limit, with_payload=True
+        )
+        return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in response.points]
+
+    async def delete(self, collection: str, dataset_id: str, **match: str) -> int:
+        """Delete a dataset's points (optionally only those whose payload matches); returns how many."""
+        await self._collection(collection)
+        selector = _dataset_filter(dataset_id, **match)
+        count = (await self.client.count(collection, count_filter=selector, exact=True)).count
+        await self.client.delete(collection, points_selector=models.FilterSelector(filter=selector))
+        return count
+
+    async def count(self, collection: str, dataset_id: str) -> int:
+        await self._collection(collection)
+        return (await self.client.count(collection, count_filter=_dataset_filter(dataset_id), exact=True)).count
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import uuid
+
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.storage.vectors import ROWS, Point, VectorStore
+
+
+async def test_search_is_scoped_to_a_dataset_and_delete_counts() -> None:
+    embedder = HashingEmbedder()
+    store = VectorStore(embedder.dimension)
+    texts = {"a": ["red apple pie", "blue sky"], "b": ["red apple juice"]}
+    for dataset_id, items in texts.items():
+        vectors = await embedder.embed(items)
+        await store.upsert(
+            ROWS, dataset_id, [Point(str(uuid.uuid4()), v, {"text": t}) for t, v in zip(items, vectors, strict=True)]
+        )
+    [query] = await embedder.embed(["apple pie"])
+    hits = await store.search(ROWS, "a", query, limit=5)
+    assert [h.payload["text"] for h in hits] == ["red apple pie", "blue sky"]
+    assert hits[0].score > hits[1].score
+    assert await store.delete(ROWS, "a") == 2
+    assert await store.count(ROWS, "a") == 0
+    assert await store.count(ROWS, "b") == 1
+    await store.close()
