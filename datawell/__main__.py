@@ -1,0 +1,3 @@
+from datawell.cli import main
+
+main()
