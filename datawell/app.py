@@ -21,6 +21,7 @@ from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 from datawell.services import Services
 from datawell.storage.db import Database
+from datawell.storage.objects import LocalObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
 
@@ -80,6 +81,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         embedder=embedder,
         models=overrides.models or default_models(settings),
         prompts=PromptLibrary(),
+        objects=LocalObjectStore(settings.data_dir / "objects"),
     )
 
 

@@ -11,6 +11,7 @@ from datawell.llm.embeddings import Embedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 from datawell.storage.db import Database
+from datawell.storage.objects import ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
 
@@ -25,6 +26,7 @@ class Services:
     embedder: Embedder
     models: ChatModels
     prompts: PromptLibrary
+    objects: ObjectStore
 
     async def close(self) -> None:
         await self.vectors.close()
