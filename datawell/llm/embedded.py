@@ -62,10 +62,10 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
-def part_paths(modules: Sequence[str] = PART_MODULES) -> list[Path]:
+def part_paths() -> list[Path]:
     """The installed part files, in order."""
     paths = []
-    for name in modules:
+    for name in PART_MODULES:
         try:
             module = importlib.import_module(name)
         except ImportError:
@@ -93,7 +93,7 @@ def _is_verified(target: Path, expected_sha256: str) -> bool:
 def ensure_model_file(
     models_dir: Path,
     parts: Sequence[Path] | None = None,
-    expected_sha256: str = MODEL_SHA256,
+    expected_sha256: str | None = None,
     file_name: str = MODEL_FILE,
 ) -> Path:
     """Join the parts into `models_dir/file_name` once, check its sha256 and record the check.
@@ -101,6 +101,7 @@ def ensure_model_file(
     A file lock keeps several processes sharing the data folder from joining at once; the
     join writes to a temporary name and renames, so a crash never leaves a file that looks
     complete. A hash mismatch removes what was written and raises."""
+    expected_sha256 = expected_sha256 or MODEL_SHA256
     target = models_dir / file_name
     if _is_verified(target, expected_sha256):
         return target
