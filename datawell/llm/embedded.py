@@ -30,7 +30,7 @@ from typing import Any
 
 import litellm
 from litellm import CustomLLM
-from litellm.types.utils import GenericStreamingChunk, ModelResponse
+from litellm.types.utils import ChatCompletionMessageToolCall, GenericStreamingChunk, ModelResponse
 
 from datawell.errors import ModelError
 
@@ -310,11 +310,13 @@ class EmbeddedProvider(CustomLLM):
         self.runtime = runtime
 
     def _response(self, model: str, model_response: ModelResponse, reply: Reply) -> ModelResponse:
-        message = model_response.choices[0].message  # type: ignore[union-attr]
-        message.content = reply.text
+        choice: Any = model_response.choices[0]
+        choice.message.content = reply.text
         if reply.tool_calls:
-            message.tool_calls = [reply.tool_calls[i] for i in sorted(reply.tool_calls)]  # type: ignore[assignment]
-        model_response.choices[0].finish_reason = reply.finish_reason
+            choice.message.tool_calls = [
+                ChatCompletionMessageToolCall(**reply.tool_calls[i]) for i in sorted(reply.tool_calls)
+            ]
+        choice.finish_reason = reply.finish_reason
         model_response.model = f"{PROVIDER}/{model}"
         usage = reply.usage or {}
         model_response.usage = litellm.Usage(  # type: ignore[attr-defined]
@@ -334,7 +336,7 @@ class EmbeddedProvider(CustomLLM):
         return await asyncio.to_thread(self.completion, *args, **kwargs)
 
     def streaming(self, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:  # type: ignore[override]
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         self.runtime.stream(
             _request(kwargs["messages"], kwargs["optional_params"]), chunks.append, _deadline(kwargs["timeout"])
         )

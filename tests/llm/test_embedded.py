@@ -102,8 +102,15 @@ def test_missing_runtime_says_what_to_install(tmp_path: Path, monkeypatch: pytes
 class FakeServer:
     """Answers like xllamacpp's Server in streaming mode: chunks to a callback that may stop it."""
 
-    def __init__(self, pieces: list[str], delay: float = 0.0, error: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        pieces: list[str],
+        delay: float = 0.0,
+        error: dict[str, Any] | None = None,
+        tool_call_deltas: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.pieces = pieces
+        self.tool_call_deltas = tool_call_deltas or []
         self.delay = delay
         self.error = error
         self.requests: list[dict[str, Any]] = []
@@ -125,7 +132,10 @@ class FakeServer:
             if self.pause_after_first is not None and self.sent == 1:
                 assert self.pause_after_first.wait(5), "the reader never saw the first token"
             time.sleep(self.delay)
-        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        for delta in self.tool_call_deltas:
+            callback({"choices": [{"index": 0, "delta": {"tool_calls": [delta]}, "finish_reason": None}]})
+        finish = "tool_calls" if self.tool_call_deltas else "stop"
+        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         usage = {"prompt_tokens": 11, "completion_tokens": len(self.pieces), "total_tokens": 11 + len(self.pieces)}
         callback({"choices": [], "usage": usage})
 
@@ -162,9 +172,10 @@ async def test_an_answer_with_its_tokens(install: Any) -> None:
     assert server.requests[0]["max_tokens"] == embedded.DEFAULT_MAX_TOKENS
 
 
-def test_a_sync_answer(install: Any) -> None:
+def test_sync_answers_and_streams(install: Any) -> None:
     install(FakeServer(["sync", " answer"]))
     assert embedded_model().invoke("q").content == "sync answer"
+    assert [c.content for c in embedded_model().stream("q") if c.content] == ["sync", " answer"]
 
 
 async def test_tokens_stream_while_the_model_decodes(install: Any) -> None:
@@ -210,6 +221,23 @@ async def test_structured_output_is_constrained_by_json_schema(install: Any) -> 
     assert response_format["type"] == "json_schema"
     assert response_format["json_schema"]["schema"]["properties"].keys() == {"sql", "tables"}
     assert "tools" not in server.requests[0]
+
+
+async def test_tool_calls_come_back_as_tool_calls(install: Any) -> None:
+    deltas = [
+        {"index": 0, "id": "call_7", "type": "function", "function": {"name": "run_query", "arguments": '{"sql": '}},
+        {"index": 0, "function": {"arguments": '"SELECT 1"}'}},
+    ]
+    install(FakeServer([], tool_call_deltas=deltas))
+
+    def run_query(sql: str) -> str:
+        """Run one query."""
+        return sql
+
+    answer = await embedded_model().bind_tools([run_query]).ainvoke("q")
+    assert answer.tool_calls == [
+        {"name": "run_query", "args": {"sql": "SELECT 1"}, "id": "call_7", "type": "tool_call"}
+    ]
 
 
 async def test_a_slow_decode_is_stopped_at_the_timeout(install: Any) -> None:
