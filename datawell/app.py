@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from datawell.api import build_specs, datasets, system
+from datawell.agents import routes as a2a_routes
+from datawell.agents.server import AgentServer
+from datawell.api import autorag, build_specs, datasets, system
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
@@ -26,7 +28,7 @@ from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
 
 API_PREFIX = "/api/v1"
-API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
+API_ROUTERS: list[Router] = [datasets.router, build_specs.router, autorag.router, a2a_routes.router]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
 def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
+    agents = AgentServer(settings)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
@@ -94,6 +97,7 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
         try:
             yield {"services": services}
         finally:
+            await agents.aclose()
             await services.close()
 
     routes: list[Route] = []
@@ -102,5 +106,6 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     routes.extend(system.router.routes(""))
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
+    app.state.agents = agents
     app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
     return app

@@ -8,7 +8,8 @@ build against. Event order:
 - assistant: RunStarted(conversation_id), PlanReady, then per step StepStarted and
   StepFinished, then AnswerDelta* (when the model streams), AnswerReady, RunFinished; or
   RunFailed at any point after RunStarted.
-Errors found before the run starts are raised, not yielded: `errors.NotFound` for a
+A new conversation gets `request.new_conversation_id` when given, else a generated id; either
+way RunStarted carries it. Errors found before the run starts are raised, not yielded: `errors.NotFound` for a
 conversation that does not exist or belongs to another user, `errors.Forbidden` for a
 namespace the caller may not read."""
 
@@ -56,6 +57,9 @@ class AskRequest:
     question: str
     choices: StageChoices = field(default_factory=StageChoices)
     conversation_id: str | None = None  # assistant only: continue this conversation
+    # assistant only, when conversation_id is None: start the new conversation under this id
+    # instead of a generated one (A2A: the task's contextId is the conversation id).
+    new_conversation_id: str | None = None
     helper_prompt: str | None = None
     web_search: bool | None = None  # None: the deployment default
     caller_context: CallerContext | None = None
