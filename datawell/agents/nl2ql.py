@@ -4,8 +4,10 @@ statusUpdate WORKING, artifactUpdate `generated-query` (text), artifactUpdate `r
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from datetime import UTC, datetime
+from typing import cast
 
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import RequestContext
@@ -16,7 +18,7 @@ from a2a.types import Task, TaskState, TaskStatus
 from datawell.agents.executor import GraphExecutor, failure_message, rows_parts
 from datawell.agents.requests import caller
 from datawell.graphs import runs
-from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
+from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady, RunFailed
 
 GENERATED_QUERY = "generated-query"
 RESULT_DATA = "result-data"
@@ -37,7 +39,8 @@ class Nl2qlExecutor(GraphExecutor):
         await updater.start_work()
         query_sent = False
         try:
-            async with aclosing(runs.run_nl2ql(services, request.ask)) as events:  # type: ignore[type-var]
+            run = cast(AsyncGenerator[GraphEvent, None], runs.run_nl2ql(services, request.ask))
+            async with aclosing(run) as events:
                 async for event in events:
                     match event:
                         case QueryGenerated():

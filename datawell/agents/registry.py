@@ -1,15 +1,15 @@
-"""The agents Datawell serves over A2A. Everything A2A (the `/a2a` list, the cards, the JSON-RPC
-routes, the docs' examples in tests) is built from `AGENTS`, so adding an agent is one entry."""
+"""The agents Datawell serves over A2A. The `/a2a` list, the cards and the JSON-RPC handlers are
+all built from `AGENTS`, so adding an agent is one entry here and nothing else."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from a2a.server.agent_execution import AgentExecutor
 from a2a.server.tasks import TaskStore
 
 from datawell.agents.assistant import AssistantExecutor
+from datawell.agents.executor import GraphExecutor
 from datawell.agents.nl2ql import Nl2qlExecutor
 from datawell.errors import NotFound
 
@@ -22,7 +22,7 @@ class AgentSpec:
     skill_description: str
     tags: tuple[str, ...]
     examples: tuple[str, ...]  # shown on the extended card only
-    executor: Callable[[TaskStore], AgentExecutor]
+    executor: Callable[[TaskStore], GraphExecutor]
 
 
 AGENTS: tuple[AgentSpec, ...] = (

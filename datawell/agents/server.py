@@ -103,10 +103,8 @@ class AgentServer:
         self.dispatchers: dict[str, JsonRpcDispatcher] = {}
         for spec in AGENTS:
             store = RunningTaskStore()
-            executor = spec.executor(store)
-            assert isinstance(executor, GraphExecutor)
             handler = AgentRequestHandler(
-                agent_executor=executor,
+                agent_executor=spec.executor(store),
                 task_store=store,
                 agent_card=agent_card(spec, settings.public_base_url),
                 extended_agent_card=agent_card(spec, settings.public_base_url, extended=True),

@@ -18,6 +18,7 @@ from pydantic import Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from datawell.api.errors import error_response
 from datawell.api.routing import Router
@@ -131,7 +132,7 @@ async def autorag(request: Request, user: User, body: AutoRagRequest) -> Respons
         await events.aclose()
         raise
     if wants_stream(request):
-        return EventSourceResponse(sse_events(first, events), ping=15)
+        return RunStream(first, events)
     return await json_answer(first, events)
 
 
@@ -224,27 +225,40 @@ async def json_answer(first: GraphEvent, rest: RunInTask) -> Response:
     return JSONResponse(body.model_dump(mode="json", by_alias=True))
 
 
-async def sse_events(first: GraphEvent, rest: RunInTask) -> AsyncIterator[ServerSentEvent]:
-    """Renders run events as SSE. When the client goes away, sse-starlette cancels this
-    generator; `aclosing` then closes the run, which cancels the graph."""
-    conversation_id = ""
-    async with aclosing(rest):
+class RunStream(EventSourceResponse):
+    """The run's events as SSE. However the response ends (the run finished, the client went
+    away and sse-starlette cancelled the stream, or it never started), the run is closed, which
+    cancels the graph if it is still running."""
+
+    def __init__(self, first: GraphEvent, run: RunInTask) -> None:
+        super().__init__(sse_events(first, run), ping=15)
+        self.run = run
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            event: GraphEvent | None = first
-            while event is not None:
-                if isinstance(event, RunStarted):
-                    conversation_id = event.conversation_id or ""
-                rendered = render(event, conversation_id)
-                if rendered is not None:
-                    yield rendered
-                if isinstance(event, RunFailed):
-                    return
-                event = await anext(rest, None)
-        except DatawellError as exc:
-            yield _sse("error", _error_body(exc.error_code, exc.message, exc.detail))
-        except Exception:
-            log.exception("the assistant run failed")
-            yield _sse("error", _error_body("INTERNAL_ERROR", "the run failed; it has been logged"))
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.run.aclose()
+
+
+async def sse_events(first: GraphEvent, rest: RunInTask) -> AsyncIterator[ServerSentEvent]:
+    conversation_id = ""
+    try:
+        event: GraphEvent | None = first
+        while event is not None:
+            if isinstance(event, RunStarted):
+                conversation_id = event.conversation_id or ""
+            rendered = render(event, conversation_id)
+            if rendered is not None:
+                yield rendered
+            if isinstance(event, RunFailed):
+                return
+            event = await anext(rest, None)
+    except DatawellError as exc:
+        yield _sse("error", _error_body(exc.error_code, exc.message, exc.detail))
+    except Exception:
+        log.exception("the assistant run failed")
+        yield _sse("error", _error_body("INTERNAL_ERROR", "the run failed; it has been logged"))
 
 
 def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
