@@ -135,16 +135,18 @@ async def prepare(request: Request, user: User, body: PrepareRequest) -> Prepare
     services: Services = request.state.services
     async with services.db.session() as session:
         dataset = await writable_dataset(request, session, user)
-        if body.size > MAX_SIZE:
-            raise InvalidInput(
-                f"the file is too large: the maximum size is {MAX_SIZE} bytes ({MAX_PARTS} parts of {PART_SIZE} bytes)",
-                sub_errors=[SubError("too_large", f"size: {body.size} is more than the maximum of {MAX_SIZE} bytes")],
-            )
-        sizes = part_sizes(body.size)
-        key = object_key(dataset, body.filename)
-        expires_at = utcnow() + timedelta(seconds=services.settings.presign_ttl_seconds)
-        upload_id = await services.objects.start_multipart(key)
-        urls = await services.objects.part_urls(key, upload_id, sizes, expires_at.timestamp())
+    if body.size > MAX_SIZE:
+        raise InvalidInput(
+            f"the file is too large: the maximum size is {MAX_SIZE} bytes ({MAX_PARTS} parts of {PART_SIZE} bytes)",
+            sub_errors=[SubError("too_large", f"size: {body.size} is more than the maximum of {MAX_SIZE} bytes")],
+        )
+    sizes = part_sizes(body.size)
+    key = object_key(dataset, body.filename)
+    expires_at = utcnow() + timedelta(seconds=services.settings.presign_ttl_seconds)
+    # No transaction stays open while the object store answers (presigning 10000 S3 URLs takes seconds).
+    upload_id = await services.objects.start_multipart(key)
+    urls = await services.objects.part_urls(key, upload_id, sizes, expires_at.timestamp())
+    async with services.db.session() as session:
         await create_upload(session, dataset, upload_id, key, body.filename, body.size, user, expires_at)
     return PrepareResponse(
         upload_id=upload_id,

@@ -166,7 +166,7 @@ class LocalObjectStore:
                 detail="the query needs key, uploadId, partNumber, size, expires and signature",
             ) from None
         expected = self.signature("PUT", key, upload_id, number, size, expires)
-        if not hmac.compare_digest(expected, signature):
+        if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise Forbidden("the part URL's signature does not match: use the URLs returned by prepare, unchanged")
         if self.clock() > expires:
             raise Forbidden(
@@ -194,10 +194,10 @@ class LocalObjectStore:
                     digest.update(chunk)
                     pending += chunk
                     if len(pending) >= WRITE_BUFFER:
-                        await asyncio.to_thread(file.write, bytes(pending))
+                        await asyncio.to_thread(file.write, pending)
                         pending.clear()
                 if pending and received <= size:
-                    await asyncio.to_thread(file.write, bytes(pending))
+                    await asyncio.to_thread(file.write, pending)
             if received != size:
                 raise part_size_error(number, size, received)
             etag = digest.hexdigest()

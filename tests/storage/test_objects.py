@@ -123,6 +123,7 @@ class TestLocalPartUrls:
             ("partNumber", "1"),
             ("size", "100"),
             ("expires", "9999999999"),
+            ("signature", "é"),
         ],
     )
     async def test_changing_any_signed_field_is_refused(self, tmp_path: Path, field: str, value: str) -> None:
