@@ -200,7 +200,7 @@ async def test_assistant_answers_streamed_tokens_and_latency(tmp_path: Path) -> 
     assert all(e["type"] != "answer-delta" for e in prediction.events)
     (result,) = await scoring.score_all(suite, predictions)
     assert result.passed and result.tokens == 48
-    judge = [o for o in result.outcomes if o.type == "llm-judge"][0]
+    judge = next(o for o in result.outcomes if o.type == "llm-judge")
     assert judge.passed is None and judge.detail == "skipped: no judge model"
 
     async def strict_judge(question: str, answer: str, rubric: str, reference: str) -> scoring.JudgeVerdict:
