@@ -38,6 +38,8 @@ _REASON = re.compile(r"reason|explanation|thought|rationale|why|comment|note", r
 _STEPS = re.compile(r"steps|plan|instructions", re.I)
 _INSTRUCTION = re.compile(r"instruction|task|description|goal", re.I)
 _LINKS = re.compile(r"links|selected|selection|matches|chosen", re.I)
+# A link candidate as the curator lists it: `L3 [ExactMatch] ns/orders.sku -> ns/products.sku`.
+_CANDIDATE = re.compile(r"^\s*(\w+) \[\w+\] (\S+/\S+\.\S+) -> (\S+/\S+\.\S+)", re.M)
 
 
 class OracleError(AssertionError):
@@ -62,7 +64,7 @@ class Gold:
 def gold_answers(suite: Suite) -> list[Gold]:
     return [
         Gold(
-            question=case.vars.question or f"{case.vars.namespace or suite.fixtures[0]}/{case.vars.dataset or ''}",
+            question=case.vars.question,
             query=case.expected.query,
             answer=case.expected.answer,
             refuse=case.expected.refuse,
@@ -71,6 +73,11 @@ def gold_answers(suite: Suite) -> list[Gold]:
         )
         for case in suite.cases
     ]
+
+
+def candidate_labels(text: str) -> dict[frozenset[str], str]:
+    """Labels of the link candidates listed in a curator prompt, by their (unordered) ends."""
+    return {frozenset((origin, destination)): label for label, origin, destination in _CANDIDATE.findall(text)}
 
 
 def _text(messages: Sequence[BaseMessage]) -> str:
@@ -98,6 +105,7 @@ class Filler:
 
     gold: Gold
     step: GoldStep | None
+    labels: dict[frozenset[str], str] = field(default_factory=dict)  # curator: candidate labels
 
     def model(self, cls: type[BaseModel], step: GoldStep | None = None, link: GoldLink | None = None) -> BaseModel:
         values = {}
@@ -146,6 +154,8 @@ class Filler:
             return getattr(link, name)
         if link is not None and re.search("match", name, re.I):
             return link.match_type or "ExactMatch"
+        if link is not None and re.fullmatch(r"id|label|candidate(_id)?", name, re.I):
+            return self.labels.get(frozenset((link.origin, link.destination)), "")
         if _REFUSE.search(name):
             return REFUSAL_ANSWER if refuse else (None if optional else "")
         if _QUERY.search(name):
@@ -167,7 +177,8 @@ class Filler:
             if _is_model(item):
                 return [self.model(item, step=s) for s in plan]
         if _LINKS.search(name) and _is_model(item):
-            return [self.model(item, link=g) for g in self.gold.links]
+            listed = [g for g in self.gold.links if frozenset((g.origin, g.destination)) in self.labels]
+            return [self.model(item, link=g) for g in (listed if self.labels else self.gold.links)]
         return []
 
 
@@ -191,9 +202,12 @@ class OracleChatModel(BaseChatModel):
         return "eval-oracle"
 
     def find(self, messages: Sequence[BaseMessage]) -> Gold:
-        """The case whose question the prompt contains (the longest, when several do)."""
+        """The case whose question the prompt contains (the longest, when several do); for
+        the curator, the case whose namespace the listed candidates are in."""
         text = _text(messages)
         found = [g for g in self.answers if g.question and g.question in text]
+        listed = {end.split("/", 1)[0] for pair in candidate_labels(text) for end in pair}
+        found = found or [g for g in self.answers if g.links and g.links[0].origin.split("/", 1)[0] in listed]
         if not found:
             raise OracleError(f"the scripted oracle found no suite question in the prompt: {text[-300:]!r}")
         return max(found, key=lambda g: len(g.question))
@@ -203,9 +217,11 @@ class OracleChatModel(BaseChatModel):
         plan = gold.plan()
         if len(plan) <= 1:
             return plan[0] if plan else None
+        # The step's own instruction is the last one the prompt names (earlier steps' results
+        # may come before it as context).
         last = str(messages[-1].content) if messages else ""
         named = [s for s in plan if s.instruction in last]
-        return max(named, key=lambda s: len(s.instruction)) if named else plan[0]
+        return max(named, key=lambda s: last.rfind(s.instruction)) if named else plan[0]
 
     def _generate(
         self,
@@ -218,7 +234,8 @@ class OracleChatModel(BaseChatModel):
         if self.schema_ is None:
             message = AIMessage(content=plain_answer(gold))
         else:
-            message = as_message(Filler(gold, self._step(gold, messages)).model(self.schema_))
+            filler = Filler(gold, self._step(gold, messages), candidate_labels(_text(messages)))
+            message = as_message(filler.model(self.schema_))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def bind_tools(

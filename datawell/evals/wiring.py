@@ -3,26 +3,53 @@ Kept apart from the runner so tests can run the runner with fakes and nothing el
 
 from __future__ import annotations
 
-from datawell.errors import DatawellError
 from datawell.evals.records import PredictedLink
 from datawell.evals.runner import CurateRequest, QueryRunner, Targets
 from datawell.graphs.runs import run_assistant, run_nl2ql
 from datawell.services import Services
+from datawell.storage.datasets import get_dataset, list_datasets
 from datawell.tools.ql import QueryTools
 
 
-class CuratorUnavailable(DatawellError):
-    error_code = "CURATOR_UNAVAILABLE"
-
-
 def query_tools(services: Services) -> QueryRunner:
-    return QueryTools(services)  # type: ignore[call-arg]  # the contract says "built from Services"
+    return QueryTools()
 
 
 async def curate(services: Services, request: CurateRequest) -> list[PredictedLink]:
-    # The curator graph (datawell/graphs/curator) is built in parallel; its entry point is
-    # wired here when it lands.
-    raise CuratorUnavailable("the curator graph is not wired into evals in this build")
+    """Run the curator graph on the namespace (or one dataset) without activating anything."""
+    # Imported here: the curator graph lives in its own package and is only needed by curator suites.
+    from datawell.graphs.curator.graph import curate as run_curator
+    from datawell.graphs.curator.state import CuratorDeps, CuratorState
+
+    async with services.db.session() as session:
+        datasets = await list_datasets(session, request.namespace)
+        focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
+    deps = CuratorDeps(
+        db=services.db,
+        rows=services.rows,
+        vectors=services.vectors,
+        embedder=services.embedder,
+        models=services.models,
+        prompts=services.prompts,
+    )
+    state = CuratorState(
+        namespace=request.namespace,
+        datasets=datasets,
+        curator_id=request.user.id,
+        focus=focus,
+        activate=False,
+        choices=request.choices,
+    )
+    result = await run_curator(deps, state)
+    return [
+        PredictedLink(
+            origin=str(s.candidate.origin),
+            destination=str(s.candidate.destination),
+            matchType=s.candidate.match_type.value,
+            hits=s.candidate.hits,
+        )
+        for s in result.selected
+    ]
 
 
 def targets() -> Targets:
