@@ -171,9 +171,10 @@ def score_command(
     judge_model: Annotated[str | None, typer.Option(help="Model for llm-judge assertions (off without it).")] = None,
     out: Annotated[Path | None, typer.Option(help="Folder for the report (default: the run folder).")] = None,
 ) -> None:
-    """Score saved predictions again (after changing assertions or gold values): no model is
-    called, except the judge when given; gold queries changed since the run are run on a
-    freshly loaded fixture store."""
+    """Score saved predictions again, without calling the model.
+
+    For after a change to assertions or gold values. Only a judge model (when given) is
+    called; gold queries changed since the run are run on a freshly loaded fixture store."""
     folder = predictions if predictions.is_dir() else predictions.parent
     if not (folder / records.RUN_FILE).is_file():
         raise _fail(f"{folder} has no {records.RUN_FILE}: give a folder written by `datawell eval run`")
