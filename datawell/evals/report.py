@@ -235,7 +235,7 @@ def render_comparison(comparison: Comparison) -> str:
     a, b = comparison.pass_rate_a, comparison.pass_rate_b
     difference = b.mean - a.mean
     se = math.sqrt(a.se**2 + b.se**2)
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for change in comparison.changes:
         counts[change.kind] += 1
     lines = [

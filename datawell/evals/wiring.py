@@ -45,7 +45,7 @@ async def curate(services: Services, request: CurateRequest) -> list[PredictedLi
         PredictedLink(
             origin=str(s.candidate.origin),
             destination=str(s.candidate.destination),
-            matchType=s.candidate.match_type.value,
+            match_type=s.candidate.match_type.value,
             hits=s.candidate.hits,
         )
         for s in result.selected
