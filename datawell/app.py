@@ -33,10 +33,12 @@ API_ROUTERS: list[Router] = [datasets.router, build_specs.router, uploads.router
 
 @dataclass(frozen=True)
 class Overrides:
-    """Replacements for services that tests and eval runs swap in (scripted models, a hashing embedder)."""
+    """Replacements for services that tests and eval runs swap in (scripted models, a hashing
+    embedder, prompts from another folder)."""
 
     models: ChatModels | None = None
     embedder: Embedder | None = None
+    prompts: PromptLibrary | None = None
 
 
 def signing_secret(settings: Settings) -> str:
@@ -102,7 +104,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         vectors=VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant"),
         embedder=embedder,
         models=overrides.models or default_models(settings),
-        prompts=PromptLibrary(),
+        prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
     )
 
