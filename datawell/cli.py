@@ -12,6 +12,7 @@ import typer
 from datawell.app import build_services
 from datawell.config import Settings
 from datawell.errors import DatawellError
+from datawell.evals.commands import eval_app
 from datawell.services import Services
 from datawell.storage import access, users
 
@@ -22,6 +23,7 @@ grants_app = typer.Typer(help="Share namespaces with other users.", no_args_is_h
 app.add_typer(users_app, name="users")
 app.add_typer(token_app, name="token")
 app.add_typer(grants_app, name="grants")
+app.add_typer(eval_app, name="eval")
 
 T = TypeVar("T")
 
