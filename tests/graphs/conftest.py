@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import os
+
+# Importing litellm must not reach for the network (NOTES-LLM.md): its cost map is bundled.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 

@@ -66,7 +66,7 @@ class FakeQueryTools(QueryTools):
             raise QueryError("only one SELECT statement is allowed")
         known = {t.name: t for t in self.tables if t.namespace.id == namespace.id}
         problems = []
-        for name in {t.sql() for t in parsed[0].find_all(exp.Table)}:
+        for name in {".".join(p for p in (t.catalog, t.db, t.name) if p) for t in parsed[0].find_all(exp.Table)}:
             if name not in known:
                 problems.append(SubError("unknown_table", f"no table {name!r}; tables: {', '.join(sorted(known))}"))
         columns = {c for t in known.values() for c in t.columns}

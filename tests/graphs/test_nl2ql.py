@@ -38,7 +38,8 @@ async def test_success_prints_query_and_rows(
     # The active link is offered as a join; the merely suggested one is not.
     assert "orders.customer_id = customers.id" in prompt
     assert "customers.city = orders.amount" not in prompt
-    assert "LEFT JOIN" in prompt and "SQLite date functions" in prompt
+    dialect = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}[services.rows.dialect]
+    assert "LEFT JOIN" in prompt and f"use {dialect} date functions" in prompt
 
 
 async def test_one_repair_feeds_the_checker_error_back(
