@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from datawell.errors import DatawellError, Forbidden, NotFound
 from datawell.graphs.assistant.graph import build_graph as build_assistant_graph
@@ -128,9 +128,9 @@ async def run_nl2ql(services: Services, request: AskRequest) -> AsyncIterator[Gr
             {"question": request.question}, context=context, stream_mode=["custom", "values"]
         ):
             if mode == "custom":
-                yield chunk
+                yield cast(GraphEvent, chunk)
             else:
-                final = chunk
+                final = cast(dict[str, Any], chunk)
     except Exception as exc:
         yield failure(exc)
         return
@@ -164,7 +164,7 @@ async def run_assistant(services: Services, request: AskRequest) -> AsyncIterato
             stream_mode="custom",
             durability="exit",
         ):
-            yield event
+            yield cast(GraphEvent, event)
         async with services.db.session() as session:
             conversation = await session.get(Conversation, conversation_id)
             if conversation is not None:

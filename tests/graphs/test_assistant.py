@@ -26,6 +26,7 @@ from datawell.graphs.runs import AskRequest, CallerContext, CallerFact, CallerTu
 from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
+from datawell.storage.access import ensure_namespace
 from tests.conftest import Account
 from tests.graphs.conftest import Shop, user_named
 from tests.graphs.fakes import FakeQueryTools
@@ -283,8 +284,6 @@ async def test_another_users_or_an_unknown_conversation_is_not_found(
     conversation = first[0].conversation_id
     bob_user = await user_named(services, "bob")
     async with services.db.session() as session:
-        from datawell.storage.access import ensure_namespace
-
         bobs = await ensure_namespace(session, bob_user, "notes")
 
     with pytest.raises(NotFound, match="does not exist"):

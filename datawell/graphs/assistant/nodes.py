@@ -25,6 +25,7 @@ from datawell.graphs.assistant.state import (
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
 from datawell.graphs.nl2ql.nodes import QueryDeps, describe, helper_block
+from datawell.graphs.structured import ask_structured
 from datawell.tools.web import WebSearch
 
 EXAMPLE_ROWS_FOR_LATER_STEPS = 5
@@ -159,11 +160,10 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         background=render_background(context.caller_context),
         question=state["question"],
     )
-    model = deps.query.models.for_stage("plan", context.choices)
-    reply = await model.with_structured_output(PlanOutput, include_raw=True).ainvoke(messages)
-    output: PlanOutput | None = reply["parsed"]
+    reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages)
+    output = reply.parsed
     if output is None:
-        raise ModelError("the planning model did not return a plan", detail=str(reply.get("parsing_error") or ""))
+        raise ModelError("the planning model did not return a plan", detail=reply.problem)
     steps = [PlannedStep(instruction=s.strip(), kind="data", search="") for s in output.steps if s.strip()]
     if web and output.web_search.strip():
         words = output.web_search.strip()
@@ -181,7 +181,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         "plan": steps,
         "results": [],
         "notes": notes,
-        "tokens": tokens.used(messages, reply["raw"]),
+        "tokens": reply.tokens,
         "answer": "",
     }
 

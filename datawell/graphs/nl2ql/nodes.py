@@ -4,16 +4,16 @@ the graph's dependencies, returning a partial state; routers return the next nod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import BaseMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from datawell.errors import QueryError
-from datawell.graphs import tokens
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState
+from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import active_links
 from datawell.prompts import PromptLibrary
@@ -24,6 +24,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.ql import QueryTools
 
 NO_LINKS = "(none)"
+DONE = cast(Literal["__end__"], END)
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,10 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
-    model = deps.models.for_stage("query", runtime.context.choices)
-    reply = await model.with_structured_output(QueryDraft, include_raw=True).ainvoke(messages)
+    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages)
     attempts += 1
-    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + tokens.used(messages, reply["raw"])}
-    draft: QueryDraft | None = reply["parsed"]
+    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens}
+    draft = reply.parsed
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
         update["draft"] = ""
@@ -153,17 +153,17 @@ def _summary(exc: QueryError) -> str:
 
 def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]:
     if state.get("error") or state.get("refusal"):
-        return END
+        return DONE
     return "check" if state.get("draft") else "generate"
 
 
 def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
     if state.get("error"):
-        return END
+        return DONE
     return "generate" if state.get("feedback") else "run"
 
 
 def after_run(state: QueryState) -> Literal["generate", "__end__"]:
     if state.get("error") or not state.get("feedback"):
-        return END
+        return DONE
     return "generate"
