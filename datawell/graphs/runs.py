@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -124,13 +125,15 @@ async def run_nl2ql(services: Services, request: AskRequest) -> AsyncIterator[Gr
     )
     final: dict[str, Any] = {}
     try:
-        async for mode, chunk in graph.astream(
-            {"question": request.question}, context=context, stream_mode=["custom", "values"]
-        ):
-            if mode == "custom":
-                yield cast(GraphEvent, chunk)
-            else:
-                final = cast(dict[str, Any], chunk)
+        # aclosing: a consumer that stops listening (a client gone) stops the graph at once.
+        async with aclosing(
+            graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"])
+        ) as stream:
+            async for mode, chunk in stream:
+                if mode == "custom":
+                    yield cast(GraphEvent, chunk)
+                else:
+                    final = cast(dict[str, Any], chunk)
     except Exception as exc:
         yield failure(exc)
         return
@@ -157,14 +160,16 @@ async def run_assistant(services: Services, request: AskRequest) -> AsyncIterato
     try:
         # durability="exit": a conversation keeps only turns that finished; a failed turn
         # leaves no trace for the next one to build on.
-        async for event in graph.astream(
+        stream = graph.astream(
             {"question": request.question},
             {"configurable": {"thread_id": conversation_id}},
             context=context,
             stream_mode="custom",
             durability="exit",
-        ):
-            yield cast(GraphEvent, event)
+        )
+        async with aclosing(stream):
+            async for event in stream:
+                yield cast(GraphEvent, event)
         async with services.db.session() as session:
             conversation = await session.get(Conversation, conversation_id)
             if conversation is not None:

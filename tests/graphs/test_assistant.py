@@ -9,8 +9,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
+from sqlalchemy import func, select
 
-from datawell.errors import NotFound
+from datawell.errors import Forbidden, NotFound
 from datawell.graphs.assistant.state import PlanOutput
 from datawell.graphs.events import (
     AnswerDelta,
@@ -26,7 +27,8 @@ from datawell.graphs.runs import AskRequest, CallerContext, CallerFact, CallerTu
 from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
-from datawell.storage.access import ensure_namespace
+from datawell.storage.access import Permission, ensure_namespace, set_grant
+from datawell.storage.tables import Conversation
 from tests.conftest import Account
 from tests.graphs.conftest import Shop, user_named
 from tests.graphs.fakes import FakeQueryTools
@@ -476,3 +478,44 @@ async def test_web_search_is_off_per_request_or_without_a_provider(
     assert of_type(events, StepFinished) == []
     assert "search the web" not in chat_model.prompts()[0]
     assert SearxHandler.queries == []
+
+
+async def test_a_namespace_the_caller_cannot_read_is_refused_before_the_run(
+    services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    intruder = await user_named(services, "bob")
+    with pytest.raises(Forbidden, match="no read access to namespace alice/shop"):
+        await ask(services, AskRequest(intruder, shop.namespace, "Names?"))
+    assert tools.calls == [] and chat_model.calls == []
+    async with services.db.session() as session:
+        assert (await session.execute(select(func.count()).select_from(Conversation))).scalar_one() == 0
+
+    # With a read grant the same question runs, as bob.
+    async with services.db.session() as session:
+        await set_grant(session, "alice", "shop", "bob", Permission.READ)
+    chat_model.script += [
+        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
+        QueryDraft(reasoning="", query=OSLO),
+        "Ann.",
+    ]
+    events = await ask(services, AskRequest(intruder, shop.namespace, "Names?"))
+    assert events[-1].type == "run-finished"
+    assert {(c.user, c.namespace) for c in tools.calls} == {("bob", "alice/shop")}
+
+
+async def test_a_consumer_that_stops_listening_stops_the_run(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [
+        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
+        QueryDraft(reasoning="", query=OSLO),
+        "Ann.",
+    ]
+    events = run_assistant(services, AskRequest(shop.user, shop.namespace, "Who?"))
+    async for event in events:
+        if isinstance(event, PlanReady):
+            break
+    await events.aclose()
+
+    assert len(chat_model.calls) == 1  # neither the step's query nor the answer was asked for
+    assert tools.ran() == []
