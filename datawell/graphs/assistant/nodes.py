@@ -65,7 +65,7 @@ def render_background(caller_context: CallerContext | None) -> str:
         lines.append(f"- An earlier agent turn{f' ({turn.agent_name})' if turn.agent_name else ''}: {turn.text}")
     for fact in caller_context.facts:
         lines.append(f"- {fact.label}: {fact.value}{f' (source: {fact.source})' if fact.source else ''}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
 
 
 def render_history(turns: list[Turn], keep: int) -> str:
@@ -76,7 +76,7 @@ def render_history(turns: list[Turn], keep: int) -> str:
         lines.append(f"Q: {turn['question']}")
         lines.extend(f"  step: {step}" for step in turn["steps"])
         lines.append(f"A: {turn['answer']}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
 
 
 def visible(row: dict[str, Any]) -> dict[str, Any]:
