@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from datawell.app import build_services
 from datawell.config import Settings
 from datawell.errors import DatawellError, InvalidInput
+from datawell.evals.commands import eval_app
 from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
 from datawell.graphs.runs import AskRequest, run_nl2ql
 from datawell.llm.models import ModelChoice, StageChoices
@@ -27,6 +28,7 @@ grants_app = typer.Typer(help="Share namespaces with other users.", no_args_is_h
 app.add_typer(users_app, name="users")
 app.add_typer(token_app, name="token")
 app.add_typer(grants_app, name="grants")
+app.add_typer(eval_app, name="eval")
 
 T = TypeVar("T")
 

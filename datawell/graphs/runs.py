@@ -19,7 +19,7 @@ or `INTERNAL_ERROR` for anything unexpected (logged; the message never holds a t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -126,9 +126,11 @@ async def run_nl2ql(services: Services, request: AskRequest) -> AsyncIterator[Gr
     final: dict[str, Any] = {}
     try:
         # aclosing: a consumer that stops listening (a client gone) stops the graph at once.
-        async with aclosing(
-            graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"])
-        ) as stream:
+        stream = cast(
+            AsyncGenerator[tuple[str, Any], None],
+            graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"]),
+        )
+        async with aclosing(stream):
             async for mode, chunk in stream:
                 if mode == "custom":
                     yield cast(GraphEvent, chunk)
@@ -160,16 +162,19 @@ async def run_assistant(services: Services, request: AskRequest) -> AsyncIterato
     try:
         # durability="exit": a conversation keeps only turns that finished; a failed turn
         # leaves no trace for the next one to build on.
-        stream = graph.astream(
-            {"question": request.question},
-            {"configurable": {"thread_id": conversation_id}},
-            context=context,
-            stream_mode="custom",
-            durability="exit",
+        events = cast(
+            AsyncGenerator[GraphEvent, None],
+            graph.astream(
+                {"question": request.question},
+                {"configurable": {"thread_id": conversation_id}},
+                context=context,
+                stream_mode="custom",
+                durability="exit",
+            ),
         )
-        async with aclosing(stream):
-            async for event in stream:
-                yield cast(GraphEvent, event)
+        async with aclosing(events):
+            async for event in events:
+                yield event
         async with services.db.session() as session:
             conversation = await session.get(Conversation, conversation_id)
             if conversation is not None:
