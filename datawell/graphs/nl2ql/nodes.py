@@ -69,8 +69,8 @@ def helper_block(helper_prompt: str) -> str:
     return f"\nAdditional instructions from the caller:\n{helper_prompt.strip()}" if helper_prompt.strip() else ""
 
 
-def failure_feedback(query: str, exc: QueryError) -> str:
-    lines = [f"Your previous query was:\n{query}", f"It was refused: {exc.message}"]
+def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") -> str:
+    lines = [f"Your previous query was:\n{query}", f"{what}: {exc.message}"]
     lines += [f"- {s.message}" for s in exc.sub_errors]
     if exc.detail:
         lines.append(exc.detail)
@@ -138,7 +138,7 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     except QueryError as exc:
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
-        feedback = failure_feedback(query, exc)
+        feedback = failure_feedback(query, exc, "It failed when it ran")
         return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
     # Announced once the query has run, so a repaired run-time failure never announces
     # two queries: consumers see exactly one QueryGenerated before its RowsReady.
