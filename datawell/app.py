@@ -20,6 +20,7 @@ from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
@@ -28,6 +29,7 @@ from datawell.storage.db import Database
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
+from datawell.tools.ql import QueryTools
 
 API_PREFIX = "/api/v1"
 API_ROUTERS: list[Router] = [datasets.router, build_specs.router, uploads.router, autorag.router, a2a_routes.router]
@@ -41,6 +43,7 @@ class Overrides:
     models: ChatModels | None = None
     embedder: Embedder | None = None
     prompts: PromptLibrary | None = None
+    query_tools: QueryTools | None = None
 
 
 def signing_secret(settings: Settings) -> str:
@@ -108,6 +111,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         models=overrides.models or default_models(settings),
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
+        query_tools=overrides.query_tools or QueryTools(),
+        memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )
 
 
