@@ -100,7 +100,10 @@ async def open_conversation(services: Services, request: AskRequest) -> str:
     async with services.db.session() as session:
         if request.conversation_id is None:
             conversation = Conversation(
-                id=new_id(), user_id=request.user.id, namespace_id=request.namespace.id, title=request.question[:200]
+                id=request.new_conversation_id or new_id(),
+                user_id=request.user.id,
+                namespace_id=request.namespace.id,
+                title=request.question[:200],
             )
             session.add(conversation)
             return conversation.id
