@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from operator import itemgetter
 from typing import Any, Literal
 
 import litellm
@@ -20,8 +21,10 @@ import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.outputs import ChatGenerationChunk
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_litellm import ChatLiteLLM
 from pydantic import BaseModel
 
@@ -174,7 +177,50 @@ class LiteLLMChatModel(ChatLiteLLM):
         schema wins whenever both work."""
         if method is None:
             method = "json_schema" if self.supports_json_schema() else "function_calling"
-        return super().with_structured_output(schema, method=method, include_raw=include_raw, strict=strict, **kwargs)
+        if method != "json_schema":
+            return super().with_structured_output(
+                schema, method=method, include_raw=include_raw, strict=strict, **kwargs
+            )
+        tool = convert_to_openai_tool(schema)
+        model = self.bind(
+            response_format={
+                "type": "json_schema",
+                "json_schema": {
+                    "name": tool["function"]["name"],
+                    "schema": strict_schema(tool["function"]["parameters"]),
+                    "strict": True,
+                },
+            }
+        )
+        parser: Runnable[Any, Any] = (
+            PydanticOutputParser(pydantic_object=schema)
+            if isinstance(schema, type) and issubclass(schema, BaseModel)
+            else JsonOutputParser()
+        )
+        if not include_raw:
+            return model | parser
+        parsed = RunnablePassthrough.assign(
+            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+        ).with_fallbacks([RunnablePassthrough.assign(parsed=lambda _: None)], exception_key="parsing_error")
+        return RunnableMap(raw=model) | parsed
+
+
+def strict_schema(schema: Any) -> Any:
+    """A JSON schema in the strict form: every property required, no others allowed, no defaults.
+
+    OpenAI's strict mode refuses any other schema (a pydantic field with a default is not
+    `required`); for llama.cpp's grammar it means the model writes every field rather than
+    stopping early, and pydantic accepts either."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result: dict[str, Any] = {key: strict_schema(value) for key, value in schema.items() if key != "default"}
+    if "properties" in schema and isinstance(schema["properties"], dict):
+        result["properties"] = {name: strict_schema(value) for name, value in schema["properties"].items()}
+        result["required"] = list(schema["properties"])
+        result["additionalProperties"] = False
+    return result
 
 
 class LiteLLMChatModels:

@@ -10,7 +10,7 @@ from typing import Any
 
 import litellm
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from datawell.config import Settings
 from datawell.errors import BudgetExceeded, ModelError
@@ -22,7 +22,17 @@ from datawell.llm.usage import RunUsage
 
 class Query(BaseModel):
     sql: str
-    explanation: str
+    explanation: str = ""
+
+
+class Table(BaseModel):
+    name: str
+    columns: list[str] = []
+
+
+class Plan(BaseModel):
+    tables: list[Table]
+    note: str = Field("", description="anything else")
 
 
 def make_settings(tmp_path: Path, **values: Any) -> Settings:
@@ -158,8 +168,31 @@ async def test_structured_output_by_json_schema(calls: list[dict[str, Any]]) -> 
     assert result == Query(**answer)
     response_format = calls[0]["response_format"]
     assert response_format["type"] == "json_schema"
-    assert set(response_format["json_schema"]["schema"]["required"]) == {"sql", "explanation"}
+    assert response_format["json_schema"]["schema"]["required"] == ["sql", "explanation"]
     assert "tools" not in calls[0]
+
+
+async def test_json_schemas_are_sent_in_strict_form(calls: list[dict[str, Any]]) -> None:
+    """Every property required, no defaults, no extra properties: OpenAI's strict mode refuses
+    anything else, and a grammar-constrained model then writes every field."""
+    model = mocked("openai/gpt-4o-mini", '{"tables": [{"name": "orders", "columns": ["id"]}], "note": ""}')
+    reply = await model.with_structured_output(Plan, include_raw=True).ainvoke("q")
+    assert reply["parsed"] == Plan(tables=[Table(name="orders", columns=["id"])])  # type: ignore[index]
+    assert reply["parsing_error"] is None  # type: ignore[index]
+    sent = calls[0]["response_format"]["json_schema"]
+    assert sent["strict"] is True and sent["name"] == "Plan"
+    assert sent["schema"]["required"] == ["tables", "note"]
+    assert sent["schema"]["additionalProperties"] is False
+    table = sent["schema"]["properties"]["tables"]["items"]
+    assert (table["required"], table["additionalProperties"]) == (["name", "columns"], False)
+    assert "default" not in json.dumps(sent["schema"])
+
+
+async def test_an_answer_that_does_not_fit_the_schema_is_reported_with_include_raw() -> None:
+    model = mocked("openai/gpt-4o-mini", '{"tables": "orders"}')
+    reply = await model.with_structured_output(Plan, include_raw=True).ainvoke("q")
+    assert reply["parsed"] is None and reply["parsing_error"] is not None  # type: ignore[index]
+    assert reply["raw"].content == '{"tables": "orders"}'  # type: ignore[index]
 
 
 async def test_structured_output_by_tool_call_where_schemas_are_unsupported(calls: list[dict[str, Any]]) -> None:
