@@ -209,6 +209,7 @@ async def test_a_reader_that_stops_early_stops_the_decode(install: Any) -> None:
 class Answer(BaseModel):
     sql: str
     tables: list[str]
+    note: str = ""
 
 
 async def test_structured_output_is_constrained_by_json_schema(install: Any) -> None:
@@ -219,7 +220,10 @@ async def test_structured_output_is_constrained_by_json_schema(install: Any) -> 
     )
     response_format = server.requests[0]["response_format"]
     assert response_format["type"] == "json_schema"
-    assert response_format["json_schema"]["schema"]["properties"].keys() == {"sql", "tables"}
+    schema = response_format["json_schema"]["schema"]
+    assert schema["properties"].keys() == {"sql", "tables", "note"}
+    # pydantic's own schema: a field with a default stays optional for the grammar.
+    assert schema["required"] == ["sql", "tables"]
     assert "tools" not in server.requests[0]
 
 
