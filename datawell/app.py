@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from datawell.api import build_specs, datasets, system
+from datawell.api import build_specs, datasets, ingestions, system
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
@@ -26,7 +27,7 @@ from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
 
 API_PREFIX = "/api/v1"
-API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
+API_ROUTERS: list[Router] = [datasets.router, build_specs.router, ingestions.router]
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,10 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
         services = await build_services(settings, overrides)
         try:
-            yield {"services": services}
+            async with AsyncExitStack() as stack:
+                if settings.run_worker_in_process:
+                    await stack.enter_async_context(running_worker(services))
+                yield {"services": services}
         finally:
             await services.close()
 

@@ -81,3 +81,10 @@ class ModelError(DatawellError):
 class BudgetExceeded(DatawellError):
     status_code = 422
     error_code = "BUDGET_EXCEEDED"
+
+
+class IngestionFailed(DatawellError):
+    """An uploaded file cannot be ingested; the message says what to fix, with the line or row."""
+
+    status_code = 422
+    error_code = "INGESTION_FAILED"

@@ -80,10 +80,13 @@ class RowStore:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
 
-    async def write(self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str) -> None:
-        """Append a batch of rows (field name -> value) to the ingestion's staging table."""
+    async def write(
+        self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str
+    ) -> list[str]:
+        """Append a batch of rows (field name -> value) to the ingestion's staging table;
+        returns the rows' `__id`s in order, so the caller can embed them without reading back."""
         if not rows:
-            return
+            return []
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         fields = list(dataset.schema_definition)
         values = [
@@ -97,6 +100,7 @@ class RowStore:
         ]
         async with self.engine.begin() as connection:
             await connection.execute(staged.insert(), values)
+        return [v["__id"] for v in values]
 
     async def publish(self, dataset: Dataset, ingestion_id: str) -> int:
         """Make the staged rows visible, atomically; returns how many there were."""
