@@ -299,10 +299,12 @@ class Ingest:
         written = emptied = 0
         batches = prepare(structured.records, types, self.batch_rows, strict=structured.strict, embed=self.embed)
         async for batch in pull(batches):
-            written += len(batch.rows)
-            emptied += batch.emptied
+            # Checked before the write: a worker that lost the attempt never writes into the
+            # stage its successor has taken over.
             await self.tracker.progress(min(batch.position, self.total_bytes), written, "writing rows")
             ids = await self.services.rows.write(self.dataset, self.attempt.id, batch.rows, self.attempt.name)
+            written += len(batch.rows)
+            emptied += batch.emptied
             if self.embed:
                 await self.embed_rows(ids, batch.texts)
         return written, emptied

@@ -69,8 +69,14 @@ class RowStore:
 
     async def ensure_table(self, dataset: Dataset) -> sa.Table:
         table = self.table(dataset)
-        async with self.engine.begin() as connection:
-            await connection.run_sync(lambda c: table.create(c, checkfirst=True))
+        try:
+            async with self.engine.begin() as connection:
+                await connection.run_sync(lambda c: table.create(c, checkfirst=True))
+        except sa.exc.DBAPIError:
+            # Two ingestions of a new dataset publishing at once: both checked, one created it.
+            async with self.engine.connect() as connection:
+                if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+                    raise
         return table
 
     async def stage(self, dataset: Dataset, ingestion_id: str) -> None:
