@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.documents import Chunk
 from datawell.ingest.mapping import describe_fields
+from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 
 Value = str | int | float | bool | None
@@ -37,7 +37,7 @@ def records_model(schema: Mapping[str, str]) -> type[BaseModel]:
 
 
 async def extract(
-    model: BaseChatModel,
+    models: ChatModels,
     prompts: PromptLibrary,
     shape: type[BaseModel],
     *,
@@ -55,7 +55,7 @@ async def extract(
         text=chunk.text,
     )
     try:
-        answer = await model.with_structured_output(shape).ainvoke(messages)
+        answer = await models.for_stage("extract").with_structured_output(shape).ainvoke(messages)
     except Exception as exc:  # the model's failure ends the attempt with a message, whatever it was
         raise IngestionFailed(
             f"{chunk.label}: the model could not extract records ({type(exc).__name__}: {exc}); retry the ingestion"

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
+from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def describe_fields(schema: Mapping[str, str]) -> str:
 
 
 async def map_columns(
-    model: BaseChatModel,
+    models: ChatModels,
     prompts: PromptLibrary,
     *,
     description: str,
@@ -85,6 +85,7 @@ async def map_columns(
         file_name=file_name,
     )
     try:
+        model = models.for_stage("extract")
         answer = await model.with_structured_output(ColumnMapping).ainvoke(messages)
         if not isinstance(answer, ColumnMapping):
             raise InvalidMapping("the model gave no mapping")
@@ -93,7 +94,7 @@ async def map_columns(
         note = f"the model's mapping was unusable ({exc}); fields were matched to columns by name"
     except Exception as exc:  # any failure of the model call falls back to the deterministic match
         log.warning("column mapping by the model failed: %s", exc)
-        note = f"the model could not be asked ({type(exc).__name__}); fields were matched to columns by name"
+        note = f"the model could not be asked ({type(exc).__name__}: {exc}); fields were matched to columns by name"
     return FieldMapping(similarity_mapping(schema, columns), "similarity", note)
 
 

@@ -232,7 +232,7 @@ class Ingest:
         samples = await asyncio.to_thread(sample_rows, table, SAMPLE_ROWS)
         schema = self.dataset.schema_definition
         mapping = await map_columns(
-            self.services.models.for_stage("extract"),
+            self.services.models,
             self.services.prompts,
             description=self.dataset.description,
             schema=schema,
@@ -253,7 +253,6 @@ class Ingest:
 
     async def structure_document(self, source: Path, fmt: Format) -> Structured:
         schema = self.dataset.schema_definition
-        model = self.services.models.for_stage("extract")
         shape = records_model(schema)
         spool_path = self.workdir / "records.jsonl"
         passages = records = 0
@@ -263,7 +262,7 @@ class Ingest:
                     min(chunk.position, self.total_bytes), 0, f"extracting records with the model ({chunk.label})"
                 )
                 found = await extract(
-                    model,
+                    self.services.models,
                     self.services.prompts,
                     shape,
                     description=self.dataset.description,
