@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from typing import Any
 
@@ -20,6 +20,7 @@ _INTEGER = re.compile(r"[+-]?(0|[1-9][0-9]*)")
 _REAL = re.compile(r"[+-]?((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _DATE_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 INT64 = 2**63
+INT64_DIGITS = 19  # strings of fewer digits always fit in 64 bits
 
 
 class CoercionError(ValueError):
@@ -109,13 +110,6 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "timestamp": _as_timestamp,
     "text": _as_text,
 }
-DESCRIPTIONS = {
-    "boolean": "true/false",
-    "integer": "a whole number",
-    "real": "a number",
-    "timestamp": "a date or timestamp",
-    "text": "text",
-}
 
 
 def coerce(value: Any, field_type: str) -> Any:
@@ -162,19 +156,127 @@ def join(a: str, b: str) -> str:
     return "text"
 
 
+_BOOLEANS = {word: True for word in TRUE_WORDS} | {word: False for word in FALSE_WORDS}
+
+
+def _fast_kind(present: Sequence[Any]) -> str | None:
+    """The type of a batch of non-empty strings when one C-level pass settles it (the usual
+    case for CSV); None when the values need a look one by one."""
+    if set(map(type, present)) != {str}:
+        return None
+    if all(map(_INTEGER.fullmatch, present)) and max(map(len, present)) < INT64_DIGITS:
+        return "integer"
+    if all(map(_REAL.fullmatch, present)) and all(map(math.isfinite, map(float, present))):
+        return "real"
+    if all(v.strip().lower() in _BOOLEANS for v in present):
+        return "boolean"
+    if all(map(_DATE_START.match, present)):
+        try:
+            list(map(datetime.fromisoformat, present))
+        except ValueError:
+            return None
+        return "timestamp"
+    return None
+
+
 class TypeInference:
-    """Each column's type as values stream past; memory is constant."""
+    """Each column's type as batches stream past; memory is constant."""
 
     def __init__(self, columns: Iterable[str]) -> None:
         self.types: dict[str, str | None] = dict.fromkeys(columns)
 
-    def observe(self, column: str, value: Any) -> None:
+    def observe(self, column: str, values: Sequence[Any]) -> None:
         current = self.types[column]
-        if current == "text" or is_empty(value):
+        if current == "text":
             return
-        kind = kind_of(value)
+        present = [v for v in values if v is not None and v != ""]
+        if not present:
+            return
+        kind = _fast_kind(present)
+        if kind is None:
+            for value in present:
+                if not is_empty(value):
+                    kind = kind_of(value) if kind is None else join(kind, kind_of(value))
+                    if kind == "text":
+                        break
+            if kind is None:
+                return
         self.types[column] = kind if current is None else join(current, kind)
 
     def result(self) -> dict[str, str]:
         """Column -> type; a column with no values at all is text."""
         return {column: kind or "text" for column, kind in self.types.items()}
+
+
+class Misfit(CoercionError):
+    """A value of a column batch that does not fit the column's type."""
+
+    def __init__(self, index: int, value: Any, reason: CoercionError) -> None:
+        super().__init__(str(reason))
+        self.index = index
+        self.value = value
+
+
+def _fast_integers(values: Sequence[str | None]) -> list[int | None]:
+    present = [v for v in values if v]
+    if present and not (all(map(_INTEGER.fullmatch, present)) and max(map(len, present)) < INT64_DIGITS):
+        raise ValueError
+    return [int(v) if v else None for v in values]
+
+
+def _fast_reals(values: Sequence[str | None]) -> list[float | None]:
+    present = [v for v in values if v]
+    if not all(map(_REAL.fullmatch, present)):
+        raise ValueError
+    result = [float(v) if v else None for v in values]
+    if not all(math.isfinite(x) for x in result if x is not None):
+        raise ValueError
+    return result
+
+
+def _fast_booleans(values: Sequence[str | None]) -> list[bool | None]:
+    return [_BOOLEANS[v.strip().lower()] if v else None for v in values]
+
+
+def _fast_timestamps(values: Sequence[str | None]) -> list[datetime | None]:
+    present = [v for v in values if v]
+    if not all(map(_DATE_START.match, present)):
+        raise ValueError
+    parsed = [datetime.fromisoformat(v) if v else None for v in values]
+    return [None if t is None else t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC) for t in parsed]
+
+
+def _fast_texts(values: Sequence[str | None]) -> list[str | None]:
+    return [v if v and not v.isspace() else None for v in values]
+
+
+_FAST: dict[str, Callable[[Sequence[str | None]], list[Any]]] = {
+    "integer": _fast_integers,
+    "real": _fast_reals,
+    "boolean": _fast_booleans,
+    "timestamp": _fast_timestamps,
+    "text": _fast_texts,
+}
+
+
+def coerce_column(values: Sequence[Any], field_type: str) -> list[Any]:
+    """A batch of one column's values coerced to `field_type`; raises Misfit naming the first
+    value that does not fit. Strings go through a fast path; anything it cannot settle is
+    converted value by value, with the same result."""
+    fast = _FAST.get(field_type)
+    if fast is not None and set(map(type, values)) <= {str, type(None)}:
+        try:
+            return fast(values)
+        except (ValueError, KeyError, AttributeError):
+            pass
+    convert = CONVERTERS[field_type]
+    result: list[Any] = []
+    for index, value in enumerate(values):
+        if is_empty(value):
+            result.append(None)
+            continue
+        try:
+            result.append(convert(value))
+        except CoercionError as exc:
+            raise Misfit(index, value, exc) from None
+    return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest.documents import chunks
 from datawell.ingest.extraction import extract, records_model
-from datawell.ingest.fieldtypes import CONVERTERS, CoercionError, TypeInference, is_empty
+from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
 from datawell.ingest.formats import TABULAR, Format, detect_format
 from datawell.ingest.mapping import map_columns
 from datawell.ingest.tabular import Table, open_table, sample_rows
@@ -59,7 +59,7 @@ class Outcome:
 
 @dataclass
 class RecordBatch:
-    records: list[dict[str, Any]]  # schema field -> value as read
+    columns: dict[str, Sequence[Any]]  # schema field -> its values as read, one per record
     locations: list[int]  # line, row or record number of each record
     position: int  # bytes of the file read so far
 
@@ -81,10 +81,9 @@ class TableRecords:
         self.indexes = [(f, table.columns.index(c)) for f, c in mapped.items()]
 
     def batches(self, size: int) -> Iterator[RecordBatch]:
-        indexes = self.indexes
         for batch in self.table.batches(size):
-            records = [{f: row[i] for f, i in indexes} for row in batch.rows]
-            yield RecordBatch(records, batch.locations, batch.position)
+            columns = list(zip(*batch.rows, strict=True))
+            yield RecordBatch({f: columns[i] for f, i in self.indexes}, batch.locations, batch.position)
 
 
 class SpooledRecords:
@@ -92,22 +91,27 @@ class SpooledRecords:
 
     unit = "record"
 
-    def __init__(self, path: Path, size_in_bytes: int) -> None:
+    def __init__(self, path: Path, fields: list[str], size_in_bytes: int) -> None:
         self.path = path
+        self.fields = fields
         self.size_in_bytes = size_in_bytes
         self.sources: dict[str, str] = {}
 
     def batches(self, size: int) -> Iterator[RecordBatch]:
         with self.path.open(encoding="utf-8") as spool:
-            batch = RecordBatch([], [], self.size_in_bytes)
+            records: list[dict[str, Any]] = []
+            first = 1
             for number, line in enumerate(spool, start=1):
-                batch.records.append(json.loads(line))
-                batch.locations.append(number)
-                if len(batch.records) >= size:
-                    yield batch
-                    batch = RecordBatch([], [], self.size_in_bytes)
-            if batch.records:
-                yield batch
+                records.append(json.loads(line))
+                if len(records) >= size:
+                    yield self._batch(records, first)
+                    records, first = [], number + 1
+            if records:
+                yield self._batch(records, first)
+
+    def _batch(self, records: list[dict[str, Any]], first: int) -> RecordBatch:
+        columns = {f: [r.get(f) for r in records] for f in self.fields}
+        return RecordBatch(columns, list(range(first, first + len(records))), self.size_in_bytes)
 
 
 @dataclass
@@ -127,65 +131,84 @@ class Structured:
 
 
 async def pull(iterator: Iterator[T]) -> AsyncIterator[T]:
-    """The items of a blocking iterator, each produced in a worker thread."""
+    """The items of a blocking iterator, each produced in a worker thread. The next item is
+    produced while the caller works on the current one (writing it to the database), so
+    parsing and writing overlap."""
     done = object()
+
+    def produce() -> asyncio.Future[Any]:
+        return asyncio.ensure_future(asyncio.to_thread(next, iterator, done))
+
+    pending = produce()
     try:
         while True:
-            item = await asyncio.to_thread(next, iterator, done)
+            item = await pending
             if item is done:
                 return
-            yield item  # type: ignore[misc]
+            pending = produce()
+            yield item
     finally:
+        # A thread cannot be interrupted: let it finish before closing the iterator under it.
+        await asyncio.wait([pending])
+        if not pending.cancelled():
+            pending.exception()  # an error after the caller stopped reading is not an unretrieved one
         close = getattr(iterator, "close", None)
         if close is not None:
             close()
 
 
-def text_of(row: dict[str, Any], text_fields: list[str]) -> str:
-    return "; ".join(f"{f}: {row[f]}" for f in text_fields if row.get(f))
+def texts_of(columns: dict[str, list[Any]], text_fields: list[str], count: int) -> list[str]:
+    """Each row's text fields as `field: value; ...`, what its embedding is made from."""
+    parts = [[f"{f}: {v}" if v else "" for v in columns[f]] for f in text_fields]
+    return ["; ".join(p for p in row if p) for row in zip(*parts, strict=True)] if parts else [""] * count
 
 
 def prepare(records: Records, types: dict[str, str], size: int, *, strict: bool, embed: bool) -> Iterator[Prepared]:
-    """Batches of rows with every value coerced to its field's type."""
+    """Batches of rows with every value coerced to its field's type. Strict: a value that
+    does not fit fails the attempt with its line; lenient: it is left empty and counted."""
     text_fields = [f for f, t in types.items() if t == "text"]
-    converters = {f: CONVERTERS[t] for f, t in types.items()}
     for batch in records.batches(size):
-        rows: list[dict[str, Any]] = []
+        count = len(batch.locations)
+        columns: dict[str, list[Any]] = {}
         emptied = 0
-        for record, location in zip(batch.records, batch.locations, strict=True):
-            row: dict[str, Any] = {}
-            for name, value in record.items():
-                if is_empty(value):
-                    row[name] = None
-                    continue
+        for name, values in batch.columns.items():
+            while True:
                 try:
-                    row[name] = converters[name](value)
-                except CoercionError as exc:
+                    columns[name] = coerce_column(values, types[name])
+                    break
+                except Misfit as misfit:
                     if strict:
-                        raise IngestionFailed(misfit(records, location, name, types[name], value, exc)) from None
-                    row[name] = None
+                        where = batch.locations[misfit.index]
+                        raise IngestionFailed(describe_misfit(records, where, name, types[name], misfit)) from None
+                    values = list(values)
+                    values[misfit.index] = None
                     emptied += 1
-            rows.append(row)
-        texts = [text_of(row, text_fields) for row in rows] if embed else []
+        names = list(columns)
+        rows = (
+            [dict(zip(names, row, strict=False)) for row in zip(*columns.values(), strict=False)]
+            if names
+            else [{} for _ in range(count)]
+        )
+        present = [f for f in text_fields if f in columns]
+        texts = texts_of(columns, present, count) if embed else []
         yield Prepared(rows, texts, batch.position, emptied)
 
 
-def misfit(records: Records, location: int, name: str, field_type: str, value: Any, exc: CoercionError) -> str:
-    shown = str(value)
+def describe_misfit(records: Records, location: int, name: str, field_type: str, misfit: Misfit) -> str:
+    shown = str(misfit.value)
     shown = shown if len(shown) <= SHOWN_VALUE_CHARS else shown[:SHOWN_VALUE_CHARS] + "..."
     column = records.sources.get(name)
     source = f" (column {column!r})" if column and column != name else ""
     return (
-        f"{records.unit} {location}: field {name!r}{source} {exc}, got {shown!r}; "
+        f"{records.unit} {location}: field {name!r}{source} {misfit}, got {shown!r}; "
         f"the dataset stores {name!r} as {field_type} (set at its first ingestion): fix the value and upload again"
     )
 
 
 def observing(records: Records, inference: TypeInference, size: int) -> Iterator[int]:
     for batch in records.batches(size):
-        for record in batch.records:
-            for name, value in record.items():
-                inference.observe(name, value)
+        for name, values in batch.columns.items():
+            inference.observe(name, values)
         yield batch.position
 
 
@@ -278,7 +301,8 @@ class Ingest:
             {"format": fmt, "method": "extraction", "passages": passages, "records": records}
         )
         summary = f"{records} records extracted from {passages} {'passage' if passages == 1 else 'passages'}"
-        return Structured(SpooledRecords(spool_path, self.total_bytes), strict=False, summary=summary)
+        records_read = SpooledRecords(spool_path, list(schema), self.total_bytes)
+        return Structured(records_read, strict=False, summary=summary)
 
     async def column_types(self, records: Records) -> dict[str, str]:
         """The dataset's types; at its first ingestion, inferred from this file and stored

@@ -11,7 +11,7 @@ import pytest
 from datawell.errors import IngestionFailed
 from datawell.ingest import tabular
 from datawell.ingest.documents import chunks
-from datawell.ingest.fieldtypes import CoercionError, TypeInference, coerce
+from datawell.ingest.fieldtypes import CoercionError, Misfit, TypeInference, coerce, coerce_column
 from datawell.ingest.formats import detect_format, sniff_encoding
 from datawell.ingest.mapping import similarity_mapping
 from datawell.ingest.tabular import open_table
@@ -42,10 +42,11 @@ def write(tmp_path: Path, name: str, data: bytes) -> Path:
     ],
 )
 def test_inference(values: list[object], expected: str) -> None:
-    inference = TypeInference(["c"])
+    whole, one_by_one = TypeInference(["c"]), TypeInference(["c"])
+    whole.observe("c", values)
     for value in values:
-        inference.observe("c", value)
-    assert inference.result() == {"c": expected}
+        one_by_one.observe("c", [value])
+    assert whole.result() == one_by_one.result() == {"c": expected}
 
 
 def test_coercion() -> None:
@@ -187,3 +188,18 @@ def test_a_pdf_without_text_fails(tmp_path: Path) -> None:
         list(chunks(path, "pdf"))
     with pytest.raises(IngestionFailed, match="not a readable PDF"):
         list(chunks(write(tmp_path, "bad.pdf", b"%PDF-1.4 garbage"), "pdf"))
+
+
+def test_column_coercion_fast_and_slow_paths_agree() -> None:
+    assert coerce_column(["1", "", None, " 2 "], "integer") == [1, None, None, 2]
+    assert coerce_column(["1.5", "2", "-3e2"], "real") == [1.5, 2.0, -300.0]
+    assert coerce_column(["Yes", "false", " "], "boolean") == [True, False, None]
+    assert coerce_column(["a", "  ", None, 5], "text") == ["a", None, None, "5"]
+    assert coerce_column(["2024-01-02T03:00:00+02:00", "2024-01-02"], "timestamp") == [
+        datetime(2024, 1, 2, 1, tzinfo=UTC),
+        datetime(2024, 1, 2, tzinfo=UTC),
+    ]
+    for values, kind, index in ((["1", "007"], "integer", 1), (["1", "nan"], "real", 1), (["x"], "timestamp", 0)):
+        with pytest.raises(Misfit) as caught:
+            coerce_column(values, kind)
+        assert caught.value.index == index
