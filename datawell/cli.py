@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
@@ -70,6 +71,30 @@ def serve(
 
     settings = Settings()
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+
+
+@app.command()
+def worker(
+    name: Annotated[
+        str | None, typer.Option(help="Name recorded on the attempts it claims (default host:pid:random).")
+    ] = None,
+) -> None:
+    """Run an ingestion worker: claim queued ingestions from the database until stopped (Ctrl-C or SIGTERM)."""
+    import signal
+
+    from datawell.ingest.worker import Worker
+
+    async def work(services: Services) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        # SIGTERM ends the worker like Ctrl-C: a running ingestion goes back to the queue.
+        if main is not None:
+            loop.add_signal_handler(signal.SIGTERM, main.cancel)
+        await Worker(services, name).run(stop)
+
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+        run(work)
 
 
 @users_app.command("create")
