@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = 120.0
     llm_max_retries: int = 2
     embedded_model_enabled: bool = True
+    embedded_model_threads: int = Field(
+        0, ge=0, description="CPU threads for the embedded model; 0 = all cores but one."
+    )
     embeddings_enabled: bool = True
 
     # Query language limits

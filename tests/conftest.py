@@ -28,13 +28,23 @@ POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never reach a real model: litellm calls fail loudly."""
+    """Tests never reach a model provider: a litellm call fails loudly unless litellm answers
+    it itself (`mock_response=`) or it goes to the in-process embedded model."""
     import litellm
 
-    async def refuse(*_args: Any, **_kwargs: Any) -> Any:
-        raise AssertionError("a test tried to call a real model through litellm")
+    def guarded(call: Any) -> Any:
+        def call_if_offline(*args: Any, **kwargs: Any) -> Any:
+            model = str(kwargs.get("model") or (args[0] if args else ""))
+            mocked = kwargs.get("mock_response") is not None
+            embedded = model.startswith("embedded/") and kwargs.get("custom_llm_provider") in (None, "embedded")
+            if mocked or embedded:
+                return call(*args, **kwargs)
+            raise AssertionError(f"a test tried to call the real model {model!r} through litellm")
 
-    monkeypatch.setattr(litellm, "acompletion", refuse)
+        return call_if_offline
+
+    monkeypatch.setattr(litellm, "acompletion", guarded(litellm.acompletion))
+    monkeypatch.setattr(litellm, "completion", guarded(litellm.completion))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
