@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from datawell.api import build_specs, datasets, system
+from datawell.api import build_specs, datasets, ontology, system
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
@@ -26,7 +26,7 @@ from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
 
 API_PREFIX = "/api/v1"
-API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
+API_ROUTERS: list[Router] = [datasets.router, build_specs.router, ontology.router]
 
 
 @dataclass(frozen=True)
