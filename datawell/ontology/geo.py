@@ -15,7 +15,7 @@ from itertools import product
 import numpy as np
 import sqlalchemy as sa
 
-from datawell.ontology.profiles import FieldKey
+from datawell.ontology.profiles import FieldKey, has_table
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.rows import RowStore
 
@@ -71,8 +71,7 @@ async def read_coordinates(rows: RowStore, datasets: Iterable[DatasetRef]) -> li
             continue
         table = rows.table(dataset.record)
         async with rows.engine.connect() as connection:
-            exists = await connection.run_sync(lambda c, name=table.name: sa.inspect(c).has_table(name))
-            if not exists:
+            if not await has_table(connection, table.name):
                 continue
             for lat, lon in pairs:
                 result = await connection.execute(

@@ -184,7 +184,7 @@ async def remove_dataset_links(session: AsyncSession, dataset_id: str) -> int:
 
 async def bump_version(session: AsyncSession, namespace_id: str) -> None:
     """Count a change to the namespace's links (upsert, so concurrent writers both count)."""
-    dialect = session.bind.dialect.name
+    dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = insert(LinkVersion).values(namespace_id=namespace_id, version=1)
     await session.execute(

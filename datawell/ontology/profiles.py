@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from datawell.ontology.values import (
     EMPTY,
@@ -129,14 +130,18 @@ def _add_countries(profile: FieldProfile, forms: list[str]) -> None:
         profile.countries = hashes(found)
 
 
+async def has_table(connection: AsyncConnection, name: str) -> bool:
+    """Whether a dataset's row table exists yet (it appears with the first published rows)."""
+    return bool(await connection.run_sync(lambda sync: sa.inspect(sync).has_table(name)))
+
+
 async def read_profiles(rows: RowStore, datasets: Iterable[DatasetRef]) -> list[FieldProfile]:
     """Profiles of every field of the given datasets (datasets with no rows yet have none)."""
     profiles: list[FieldProfile] = []
     for dataset in datasets:
         table = rows.table(dataset.record)
         async with rows.engine.connect() as connection:
-            exists = await connection.run_sync(lambda c, name=table.name: sa.inspect(c).has_table(name))
-            if not exists:
+            if not await has_table(connection, table.name):
                 continue
             for name, description in dataset.record.schema_definition.items():
                 column = table.c[name]

@@ -81,7 +81,7 @@ async def similarities(
             exclude={"dataset_id": text.dataset_id},
         )
         for hit in hits:
-            other = known.get((hit.payload.get("dataset_id"), hit.payload.get("field")))
+            other = known.get((str(hit.payload.get("dataset_id")), str(hit.payload.get("field"))))
             if other is not None:
                 pair = frozenset((text.key, other))
                 found[pair] = max(found.get(pair, 0.0), round(hit.score, 4))
