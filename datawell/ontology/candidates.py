@@ -7,23 +7,29 @@
   number of distinct values the two fields share (ExactMatch as written, NormalizedMatch
   after normalising case, accents, Unicode forms, punctuation and zero padding, a prefixed
   code against a plain number, or a country name against its ISO code).
-- Fuzzy: text fields with similar character trigrams (MinHash LSH again) are checked value by
-  value with rapidfuzz for near-identical spellings (FuzzyMatch).
-- Semantic and geographic candidates come from `ontology.semantic` and `ontology.geo`.
+- Fuzzy: text values are indexed by their one-deletion forms, so fields holding spellings one
+  edit apart meet without pairwise comparison; those pairs are checked value by value with
+  rapidfuzz for near-identical spellings (FuzzyMatch).
+- GeoMatch (coordinate pairs read by `ontology.geo`) and SemanticMatch (field names and
+  descriptions embedded by `ontology.semantic`); `find_candidates` runs every kind.
 
-Whole numbers are weak evidence (any counter column contains 1..n), so an overlap of plain
-numbers is kept only when the two fields' names are related too (`Affinity`)."""
+Whole numbers are weak evidence (any counter column contains 1..n, years overlap years), so an
+overlap of plain numbers is kept only when the two fields' names are related (`Affinity`) and
+one of them is a key (nearly one distinct value per row), as in a foreign key and its key."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import combinations
 
 import numpy as np
-from datasketch import LeanMinHash, MinHash, MinHashLSH, MinHashLSHEnsemble
+from datasketch import LeanMinHash, MinHash, MinHashLSHEnsemble
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import OSA
 
 from datawell.llm.embeddings import Embedder
 from datawell.ontology.geo import Coordinates, near_count, read_coordinates
@@ -52,11 +58,11 @@ class CandidateOptions:
     min_hits: int = 3  # fewest shared distinct values for a value match
     min_distinct: int = 3  # fields with fewer distinct values (flags, booleans) are not compared
     num_perm: int = 128  # MinHash size
+    key_uniqueness: float = 0.9  # distinct values per row for a field to count as a key
     exact_share: float = 0.9  # an overlap is ExactMatch when exact hits are this share of normalised hits
     fuzzy_score: float = 90.0  # rapidfuzz ratio for near-identical values
     fuzzy_share: float = 0.5  # share of checked values that must match (identically or nearly)
     fuzzy_check: int = 500  # values checked per fuzzy pair
-    trigram_similarity: float = 0.3  # Jaccard of trigram sets for a pair to be checked for fuzzy matches
     semantic_similarity: float = 0.75  # cosine of field name/description embeddings
     semantic_neighbours: int = 5  # nearest fields looked up per field
     geo_distance_km: float = 1.0
@@ -141,6 +147,21 @@ class Sketcher:
 Sketched = tuple[int, LeanMinHash, int]  # (profile index, signature, set size)
 
 
+@cache
+def _tuned_parameters(threshold: float, num_perm: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    tuned = MinHashLSHEnsemble(threshold=threshold, num_perm=num_perm, num_part=1, m=m)
+    return tuned.xqs, tuned.params
+
+
+class _Ensemble(MinHashLSHEnsemble):
+    """An LSH Ensemble whose parameters are tuned once per process: tuning integrates the
+    false positive and negative rates numerically, about a second each time."""
+
+    def _init_optimal_params(self, weights: tuple[float, float]) -> set[int]:
+        self.xqs, self.params = _tuned_parameters(self.threshold, self.h, self.m)
+        return {int(r) for _, r in self.params}
+
+
 def containment_pairs(
     indexed: Sequence[Sketched], queries: Sequence[Sketched], threshold: float
 ) -> set[tuple[int, int]]:
@@ -149,7 +170,7 @@ def containment_pairs(
     if not indexed or not queries:
         return set()
     # A lower index threshold than the verified one: LSH misses some pairs just above it.
-    ensemble = MinHashLSHEnsemble(threshold=max(threshold - 0.2, 0.1), num_perm=len(indexed[0][1]), num_part=8)
+    ensemble = _Ensemble(threshold=max(threshold - 0.2, 0.1), num_perm=len(indexed[0][1]), num_part=8)
     ensemble.index(list(indexed))
     pairs: set[tuple[int, int]] = set()
     for q, sketch, size in queries:
@@ -248,7 +269,7 @@ def _count(
     score = max(share_a, share_b)
     if score < options.containment:
         return None
-    if weak and not affinity.related(a.key, b.key):
+    if weak and not (affinity.related(a.key, b.key) and max(a.uniqueness, b.uniqueness) >= options.key_uniqueness):
         return None
     origin, destination = _orient(a, b, share_a, share_b)
     match_type = MatchType.NORMALIZED
@@ -297,61 +318,80 @@ def _keep_best(best: dict[frozenset[FieldKey], Candidate], candidate: Candidate)
 # ---- fuzzy
 
 
-def _trigrams(texts: Iterable[str]) -> np.ndarray:
-    grams = {text[i : i + 3] for text in texts for i in range(max(len(text) - 2, 1))}
-    return np.unique(np.fromiter((hash(g) for g in grams), dtype=np.int64).view(np.uint64))
+def deletions(text: str) -> Iterable[str]:
+    """The text and every form of it with one character deleted: two values within one edit
+    (a letter dropped, added, changed or swapped with its neighbour) share at least one."""
+    yield text
+    for i in range(len(text)):
+        yield text[:i] + text[i + 1 :]
 
 
 def fuzzy_candidates(
     profiles: Sequence[FieldProfile], options: CandidateOptions, taken: set[frozenset[FieldKey]]
 ) -> list[Candidate]:
-    """Text fields whose values are near-identical spellings of each other's (typos, variants)."""
-    sketcher = Sketcher(options.num_perm)
-    texts = [(i, p) for i, p in enumerate(profiles) if len(p.texts) >= options.min_distinct]
-    if len(texts) < 2:
+    """Text fields whose values are near-identical spellings of each other's (typos, variants).
+    Pairs are blocked without comparing fields pairwise: every text value is indexed under its
+    one-deletion forms, and only fields that share at least `min_hits` forms are checked with
+    rapidfuzz."""
+    keys, owners = [], []
+    for i, profile in enumerate(profiles):
+        if len(profile.texts) >= options.min_distinct:
+            forms = np.unique(np.fromiter((hash(f) for text in profile.texts for f in deletions(text)), dtype=np.int64))
+            keys.append(forms)
+            owners.append(np.full(len(forms), i, dtype=np.int64))
+    if len(keys) < 2:
         return []
-    index = MinHashLSH(threshold=options.trigram_similarity, num_perm=options.num_perm)
-    sketches = {i: sketcher.sketch(_trigrams(p.texts)) for i, p in texts}
-    for i, sketch in sketches.items():
-        index.insert(i, sketch)
+    key, owner = np.concatenate(keys), np.concatenate(owners)
+    order = np.argsort(key, kind="stable")
+    key, owner = key[order], owner[order]
+    # Keep only forms that more than one field holds, then count field pairs per form.
+    repeated = np.zeros(len(key), dtype=bool)
+    same = key[1:] == key[:-1]
+    repeated[1:] |= same
+    repeated[:-1] |= same
+    key, owner = key[repeated], owner[repeated]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    shared: Counter[tuple[int, int]] = Counter()
+    for group in np.split(owner, starts[1:]):
+        shared.update(combinations(group.tolist(), 2))
     found: list[Candidate] = []
-    checked: set[tuple[int, int]] = set()
-    for i, sketch in sketches.items():
-        for j in index.query(sketch):
-            a, b = min(i, j), max(i, j)
-            if a == b or (a, b) in checked:
-                continue
-            checked.add((a, b))
-            left, right = profiles[a], profiles[b]
-            if left.dataset_id == right.dataset_id or frozenset((left.key, right.key)) in taken:
-                continue
-            candidate = _fuzzy(left, right, options)
-            if candidate is not None:
-                found.append(candidate)
+    for (a, b), count in shared.items():
+        left, right = profiles[a], profiles[b]
+        if count < options.min_hits or left.dataset_id == right.dataset_id:
+            continue
+        if frozenset((left.key, right.key)) in taken:
+            continue
+        candidate = _fuzzy(left, right, options)
+        if candidate is not None:
+            found.append(candidate)
     return found
 
 
 def _fuzzy(a: FieldProfile, b: FieldProfile, options: CandidateOptions) -> Candidate | None:
-    # Check the smaller vocabulary against the larger one.
+    """Near-identical: a rapidfuzz ratio of at least `fuzzy_score` (long values), or one edit
+    apart counting a swap of neighbours as one (short values, where one slip costs more)."""
     origin, destination = (a, b) if len(a.texts) <= len(b.texts) else (b, a)
     queries = origin.texts[: options.fuzzy_check]
-    scores = process.cdist(
+    ratios = process.cdist(
         queries, destination.texts, scorer=fuzz.ratio, score_cutoff=options.fuzzy_score, dtype=np.uint8
     )
-    best = scores.max(axis=1)
-    matched = int((best > 0).sum())
-    identical = int((best == 100).sum())
+    edits = process.cdist(queries, destination.texts, scorer=OSA.distance, score_cutoff=1, dtype=np.uint8)
+    close = (ratios > 0) | (edits <= 1)
+    matched_rows = close.any(axis=1)
+    identical_rows = (edits == 0).any(axis=1)
+    matched, identical = int(matched_rows.sum()), int(identical_rows.sum())
     near = matched - identical
     share = matched / len(queries)
     if near < options.min_hits or share < options.fuzzy_share:
         return None
-    examples = []
-    for row in np.flatnonzero((best > 0) & (best < 100))[:3]:
-        column = int(np.argmax(scores[row]))
-        examples.append(f"{queries[row]} ~ {destination.texts[column]}")
+    examples = [
+        f"{queries[row]} ~ {destination.texts[int(np.argmax(close[row]))]}"
+        for row in np.flatnonzero(matched_rows & ~identical_rows)[:3]
+    ]
     evidence = (
-        f"{matched} of {len(queries)} checked values of {origin.key} have an identical or near-identical "
-        f"(rapidfuzz ratio >= {options.fuzzy_score:g}) value in {destination.key}, {near} of them only nearly"
+        f"{matched} of {len(queries)} checked values of {origin.key} have an identical or near-identical value "
+        f"(one edit apart, or rapidfuzz ratio >= {options.fuzzy_score:g}) in {destination.key}, "
+        f"{near} of them only nearly"
     )
     return Candidate(
         origin=origin.key,

@@ -99,6 +99,9 @@ def overlap(a: np.ndarray, b: np.ndarray) -> int:
         return 0
     if len(a) > len(b):
         a, b = b, a
+    if 16 * len(a) < len(b):  # a few values against many: binary search beats a merge
+        found = np.searchsorted(b, a).clip(max=len(b) - 1)
+        return int((b[found] == a).sum())
     return int(np.isin(a, b, assume_unique=True).sum())
 
 

@@ -72,7 +72,7 @@ async def test_curation_returns_the_selection_without_activating(
         "matchType": "NormalizedMatch",
     }
     # The model saw the candidates the data gave, including the coincidences it rejected.
-    assert "shop/customers.signup_year" in chat_model.prompts()[0]
+    assert "shop/products.price -> shop/orders.amount" in chat_model.prompts()[0]
     async with services.db.session() as session:
         assert await active_links(session, shop.namespace.id) == []
     suggested = await client.get("/api/v1/ontology/shop/links?status=Suggested", headers=alice.headers)
