@@ -19,6 +19,7 @@ one of them is a key (nearly one distinct value per row), as in a foreign key an
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -95,8 +96,8 @@ def name_tokens(key: FieldKey) -> set[str]:
 @dataclass
 class Affinity:
     """Whether two fields' names are related: a content word in common (`orders.customer` and
-    `customers.customer_id` share "customer"), or embeddings of name and description at least
-    `similarity` apart."""
+    `customers.customer_id` share "customer"), or a cosine similarity of at least `similarity`
+    between the embeddings of their names and descriptions."""
 
     similarities: dict[frozenset[FieldKey], float] = field(default_factory=dict)
     similarity: float = 0.75
@@ -110,36 +111,45 @@ class Affinity:
 # ---- sketches
 
 
-def _fmix32(values: np.ndarray) -> np.ndarray:
-    """MurmurHash3's finaliser: spreads the low 32 bits of the value hashes before permuting."""
-    values = values ^ (values >> np.uint32(16))
-    values = values * np.uint32(0x85EBCA6B)
-    values = values ^ (values >> np.uint32(13))
-    values = values * np.uint32(0xC2B2AE35)
-    return values ^ (values >> np.uint32(16))
+def _fmix64(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser: value hashes of small integers are the integers themselves."""
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(0xFF51AFD7ED558CCD)
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(0xC4CEB9FE1A85EC53)
+    return values ^ (values >> np.uint64(33))
 
 
 class Sketcher:
-    """MinHash signatures of hash arrays, computed with numpy in one pass per chunk (datasketch's
-    own update loop hashes value by value). Signatures use datasketch's `affine32` permutations,
-    so the LSH indexes accept them."""
+    """MinHash signatures by one-permutation hashing: each value hash falls into one of
+    `num_perm` bins and each bin keeps its minimum, one pass over the values instead of one per
+    permutation. Empty bins (small sets) borrow the value of the first non-empty bin in a
+    fixed probe order, the same for every set ("optimal densification", Shrivastava 2017), so
+    two signatures still agree in a bin with probability equal to the sets' Jaccard similarity
+    and datasketch's LSH indexes can use them as MinHashes."""
 
-    CHUNK = 8192
+    EMPTY = np.uint32(0xFFFFFFFF)
 
     def __init__(self, num_perm: int) -> None:
-        template = MinHash(num_perm=num_perm, seed=1)
         self.num_perm = num_perm
-        self.permutations = template.permutations
-        self.a = template.permutations[0].astype(np.uint32)
-        self.b = template.permutations[1].astype(np.uint32)
+        rng = np.random.default_rng(1)
+        self.probes = np.array([rng.permutation(num_perm) for _ in range(num_perm)])
+        self.permutations = MinHash(num_perm=num_perm, seed=1).permutations
 
     def sketch(self, hashes: np.ndarray) -> LeanMinHash:
-        low = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        signature = np.full(self.num_perm, np.uint32(0xFFFFFFFF), dtype=np.uint32)
         with np.errstate(over="ignore"):
-            for start in range(0, len(low), self.CHUNK):
-                mixed = _fmix32(low[start : start + self.CHUNK]).reshape(-1, 1)
-                signature = np.minimum(signature, (mixed * self.a + self.b).min(axis=0))
+            mixed = _fmix64(hashes.astype(np.uint64, copy=False))
+        bins = (mixed % np.uint64(self.num_perm)).astype(np.intp)
+        values = ((mixed // np.uint64(self.num_perm)) & np.uint64(0xFFFFFFFE)).astype(np.uint32)
+        signature = np.full(self.num_perm, self.EMPTY, dtype=np.uint32)
+        np.minimum.at(signature, bins, values)
+        empty = signature == self.EMPTY
+        if empty.all():
+            raise ValueError("cannot sketch an empty set")
+        if empty.any():
+            probes = self.probes[empty]
+            first = np.argmax(~empty[probes], axis=1)
+            signature[empty] = signature[probes[np.arange(len(probes)), first]]
         minhash = MinHash(hashvalues=signature, permutations=self.permutations, scheme="affine32")
         return LeanMinHash(minhash)
 
@@ -262,14 +272,15 @@ def _count(
         left, right = a.countries, b.countries
         weak = False
         how = "reading country names and codes as ISO 3166 countries"
+    # Decided before counting: plain-number columns from one range all overlap each other.
+    if weak and not (affinity.related(a.key, b.key) and max(a.uniqueness, b.uniqueness) >= options.key_uniqueness):
+        return None
     hits = overlap(left, right)
     if hits < options.min_hits:
         return None
     share_a, share_b = hits / len(left), hits / len(right)
     score = max(share_a, share_b)
     if score < options.containment:
-        return None
-    if weak and not (affinity.related(a.key, b.key) and max(a.uniqueness, b.uniqueness) >= options.key_uniqueness):
         return None
     origin, destination = _orient(a, b, share_a, share_b)
     match_type = MatchType.NORMALIZED
@@ -503,9 +514,10 @@ async def find_candidates(
     similar = await similarities(embedder, vectors, texts, options.semantic_neighbours)
     affinity = Affinity(similar, options.semantic_similarity)
     profiles = await read_profiles(rows, datasets)
-    values = value_candidates(profiles, options, affinity)
-    fuzzy = fuzzy_candidates(profiles, options, {c.pair for c in values})
-    geo = geo_candidates(await read_coordinates(rows, datasets), options)
+    # The counting is CPU work: off the event loop, so the service keeps answering meanwhile.
+    values = await asyncio.to_thread(value_candidates, profiles, options, affinity)
+    fuzzy = await asyncio.to_thread(fuzzy_candidates, profiles, options, {c.pair for c in values})
+    geo = await asyncio.to_thread(geo_candidates, await read_coordinates(rows, datasets), options)
     semantic = semantic_candidates(texts, similar, profiles, options)
     found = merge(values, geo, fuzzy, semantic)
     if focus is not None:

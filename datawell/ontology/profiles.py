@@ -3,6 +3,7 @@ from the row store (one `GROUP BY` per field) and then compared only in memory."
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -152,7 +153,8 @@ async def read_profiles(rows: RowStore, datasets: Iterable[DatasetRef]) -> list[
                 if not pairs:
                     continue
                 profiles.append(
-                    profile_values(
+                    await asyncio.to_thread(
+                        profile_values,
                         FieldKey(dataset.namespace.name, dataset.name, name),
                         dataset.record.id,
                         dataset.record.field_types.get(name, "text"),
