@@ -202,3 +202,15 @@ async def test_a_suggestion_can_be_activated_and_suspended(
     assert suspended.json()["status"] == "Suggested"
     async with services.db.session() as session:
         assert await active_links(session, shop.namespace.id) == []
+
+
+async def test_an_answer_that_is_not_a_selection_is_a_model_error(
+    client: httpx.AsyncClient, services: Services, alice: Account, chat_model: ScriptedChatModel
+) -> None:
+    shop = await load(services, "alice", only=["orders", "products"])
+    chat_model.script[:] = ["L1 looks meaningful to me."]  # prose, not the structured answer
+    response = await curate(client, alice, activate=True)
+    assert response.status_code == 502
+    assert response.json()["error_code"] == "MODEL_ERROR"
+    async with services.db.session() as session:
+        assert await active_links(session, shop.namespace.id) == []

@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 from datawell.errors import ModelError
 from datawell.graphs.curator.state import CuratorDeps, CuratorState, LinkSelection, Selection
+from datawell.graphs.structured import ask_structured
 from datawell.ontology.candidates import Candidate, find_candidates
 from datawell.ontology.links import ACTIVE, SUGGESTED, NewLink, drop_suggested, save_links
 from datawell.storage.datasets import DatasetRef
@@ -66,7 +67,6 @@ def render_candidate(label: str, candidate: Candidate) -> str:
 async def select(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
     """Ask the model about the candidates in batches; keep what it selects, with its reason."""
     model = deps.models.for_stage("curate", state.choices)
-    structured = model.with_structured_output(LinkSelection)
     prompt = deps.prompts.get("curate_links")
     labelled = [(f"L{i}", c) for i, c in enumerate(state.candidates, start=1)]
     selected: list[Selection] = []
@@ -78,13 +78,14 @@ async def select(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
             candidates="\n".join(render_candidate(label, c) for label, c in batch),
         )
         try:
-            answer = await structured.ainvoke(messages)
-        except Exception as exc:  # a provider or parsing failure of any kind is the model's failure
+            answer = await ask_structured(model, LinkSelection, messages)
+        except Exception as exc:  # a provider failure of any kind is the model's failure
             raise ModelError("the curator model failed", detail=str(exc)) from exc
-        if not isinstance(answer, LinkSelection):
-            raise ModelError("the curator model did not return a selection")
+        if answer.parsed is None:
+            raise ModelError("the curator model did not return a selection", detail=answer.problem)
+        chosen_links = answer.parsed.selected
         by_label = dict(batch)
-        for chosen in answer.selected:
+        for chosen in chosen_links:
             candidate = by_label.pop(chosen.id.strip(), None)
             if candidate is None:
                 log.info("curator model chose %r, which is not a candidate of this batch", chosen.id)
