@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
-from datawell.api import autorag, build_specs, datasets, ingestions, system, uploads
+from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
@@ -40,6 +40,7 @@ API_ROUTERS: list[Router] = [
     ingestions.router,
     autorag.router,
     a2a_routes.router,
+    ontology.router,
 ]
 
 
