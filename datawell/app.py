@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
@@ -14,13 +14,14 @@ from starlette.routing import Route
 
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
-from datawell.api import autorag, build_specs, datasets, system, uploads
+from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
 from datawell.graphs.memory import ConversationMemory
+from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
@@ -32,7 +33,15 @@ from datawell.storage.vectors import VectorStore
 from datawell.tools.ql import QueryTools
 
 API_PREFIX = "/api/v1"
-API_ROUTERS: list[Router] = [datasets.router, build_specs.router, uploads.router, autorag.router, a2a_routes.router]
+API_ROUTERS: list[Router] = [
+    datasets.router,
+    build_specs.router,
+    uploads.router,
+    ingestions.router,
+    autorag.router,
+    a2a_routes.router,
+    ontology.router,
+]
 
 
 @dataclass(frozen=True)
@@ -124,7 +133,10 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
         services = await build_services(settings, overrides)
         try:
-            yield {"services": services}
+            async with AsyncExitStack() as stack:
+                if settings.run_worker_in_process:
+                    await stack.enter_async_context(running_worker(services))
+                yield {"services": services}
         finally:
             await agents.aclose()
             await services.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
@@ -70,6 +71,30 @@ def serve(
 
     settings = Settings()
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+
+
+@app.command()
+def worker(
+    name: Annotated[
+        str | None, typer.Option(help="Name recorded on the attempts it claims (default host:pid:random).")
+    ] = None,
+) -> None:
+    """Run an ingestion worker: claim queued ingestions from the database until stopped (Ctrl-C or SIGTERM)."""
+    import signal
+
+    from datawell.ingest.worker import Worker
+
+    async def work(services: Services) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        # SIGTERM ends the worker like Ctrl-C: a running ingestion goes back to the queue.
+        if main is not None:
+            loop.add_signal_handler(signal.SIGTERM, main.cancel)
+        await Worker(services, name).run(stop)
+
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+        run(work)
 
 
 @users_app.command("create")
@@ -228,6 +253,46 @@ def ask(
         elif isinstance(event, RunFailed):
             typer.echo(f"error: {event.message}", err=True)
             raise typer.Exit(1)
+
+
+DEMO_QUESTION = "Which customer spent the most in total, and how much?"
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument(help="The question to ask about the demo data.")] = DEMO_QUESTION,
+    user: Annotated[str, typer.Option(help="The user who owns the demo namespace (created if missing).")] = "demo",
+    model: Annotated[str | None, typer.Option(help="Model for every stage (a litellm name).")] = None,
+    provider: Annotated[str | None, typer.Option(help="Provider of --model.")] = None,
+) -> None:
+    """Load the bundled shop demo (customers, orders) through the real ingestion path, then
+    ask the assistant a question about it and print its plan, steps and answer."""
+    from datawell import demo as demo_data
+    from datawell.graphs.events import AnswerReady, PlanReady, StepFinished
+    from datawell.graphs.runs import run_assistant
+
+    async def work(services: Services) -> None:
+        caller, namespace, report = await demo_data.load(services, user)
+        for line in report:
+            typer.echo(line)
+        typer.echo(f"\nQ: {question}\n")
+        request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
+        async for event in run_assistant(services, request):
+            if isinstance(event, PlanReady):
+                typer.echo("plan:")
+                for number, step in enumerate(event.steps, 1):
+                    typer.echo(f"  {number}. {step}")
+            elif isinstance(event, StepFinished):
+                typer.echo(f"\nstep {event.index}: {event.query or event.error}")
+                for line in rows_table(event.rows[:10]):
+                    typer.echo(f"  {line}")
+            elif isinstance(event, AnswerReady):
+                typer.echo(f"\nA: {event.text}")
+            elif isinstance(event, RunFailed):
+                typer.echo(f"error: {event.message}", err=True)
+                raise typer.Exit(1)
+
+    run(work)
 
 
 def main() -> None:

@@ -88,3 +88,10 @@ class WebSearchError(DatawellError):
 
     status_code = 502
     error_code = "WEB_SEARCH_ERROR"
+
+
+class IngestionFailed(DatawellError):
+    """An uploaded file cannot be ingested; the message says what to fix, with the line or row."""
+
+    status_code = 422
+    error_code = "INGESTION_FAILED"

@@ -100,3 +100,15 @@ async def get_dataset(session: AsyncSession, namespace: NamespaceRef, name: str)
 async def list_datasets(session: AsyncSession, namespace: NamespaceRef) -> list[DatasetRef]:
     rows = await session.execute(select(Dataset).where(Dataset.namespace_id == namespace.id).order_by(Dataset.name))
     return [DatasetRef(record, namespace) for record in rows.scalars()]
+
+
+async def settle_field_types(session: AsyncSession, dataset_id: str, inferred: dict[str, str]) -> dict[str, str]:
+    """The dataset's column types: `inferred` if it has none yet, else the ones it has.
+    The dataset row is locked, so two first ingestions running at once agree on one set."""
+    query = select(Dataset).where(Dataset.id == dataset_id).execution_options(populate_existing=True)
+    if session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update()
+    record = (await session.execute(query)).scalar_one()
+    if not record.field_types:
+        record.field_types = dict(inferred)
+    return dict(record.field_types)

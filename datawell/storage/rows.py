@@ -7,10 +7,11 @@ attempt leaves nothing visible, and taking an attempt again starts from an empty
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,8 +70,14 @@ class RowStore:
 
     async def ensure_table(self, dataset: Dataset) -> sa.Table:
         table = self.table(dataset)
-        async with self.engine.begin() as connection:
-            await connection.run_sync(lambda c: table.create(c, checkfirst=True))
+        try:
+            async with self.engine.begin() as connection:
+                await connection.run_sync(lambda c: table.create(c, checkfirst=True))
+        except sa.exc.DBAPIError:
+            # Two ingestions of a new dataset publishing at once: both checked, one created it.
+            async with self.engine.connect() as connection:
+                if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+                    raise
         return table
 
     async def stage(self, dataset: Dataset, ingestion_id: str) -> None:
@@ -80,23 +87,40 @@ class RowStore:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
 
-    async def write(self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str) -> None:
-        """Append a batch of rows (field name -> value) to the ingestion's staging table."""
+    async def write(
+        self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str
+    ) -> list[str]:
+        """Append a batch of rows (field name -> value, already of the fields' types) to the
+        ingestion's staging table; returns the rows' `__id`s in order, so the caller can embed
+        them without reading them back."""
         if not rows:
-            return
-        staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
-        fields = list(dataset.schema_definition)
-        values = [
-            {
-                "__id": str(uuid.uuid4()),
-                "__ingestion_id": ingestion_id,
-                "__source": source,
-                **{f: row.get(f) for f in fields},
-            }
-            for row in rows
-        ]
-        async with self.engine.begin() as connection:
-            await connection.execute(staged.insert(), values)
+            return []
+        columns = dataset_columns(dataset)
+        ids = new_row_ids(len(rows))
+        names = [*INTERNAL_COLUMNS, *columns]
+        values = {f: [row.get(f) for row in rows] for f in columns}
+        if self.dialect == "sqlite":
+            for field, kind in columns.items():
+                if kind == "timestamp":
+                    values[field] = [_sqlite_stamp(v) for v in values[field]]
+        records = list(zip(ids, repeat(ingestion_id), repeat(source), *values.values(), strict=False))
+        table = staging_name(ingestion_id)
+        # Bulk paths per backend: SQLAlchemy's executemany costs about 100 µs a row, binary
+        # COPY and the driver's own executemany a few.
+        if self.dialect == "postgresql":
+            async with self.engine.connect() as connection:
+                raw = await connection.get_raw_connection()
+                await raw.driver_connection.copy_records_to_table(table, records=records, columns=names)  # type: ignore[union-attr]
+        elif self.dialect == "sqlite":
+            quoted = ", ".join(f'"{n}"' for n in names)
+            statement = f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(names))})'
+            async with self.engine.begin() as connection:
+                await connection.exec_driver_sql(statement, records)  # type: ignore[arg-type]
+        else:
+            staged = table_for(table, columns)
+            async with self.engine.begin() as connection:
+                await connection.execute(staged.insert(), [dict(zip(names, r, strict=True)) for r in records])
+        return ids
 
     async def publish(self, dataset: Dataset, ingestion_id: str) -> int:
         """Make the staged rows visible, atomically; returns how many there were."""
@@ -144,6 +168,27 @@ class RowStore:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+def _sqlite_stamp(stamp: Any) -> Any:
+    """A timestamp as SQLAlchemy stores it in SQLite (UTC, no zone), so reads parse it back."""
+    if not isinstance(stamp, datetime):
+        return stamp
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    return stamp.isoformat(" ", "microseconds")
+
+
+def new_row_ids(count: int) -> list[str]:
+    """`count` random (version 4) UUIDs as text; four times faster than `uuid.uuid4()` a row."""
+    raw = bytearray(os.urandom(16 * count))
+    raw[6::16] = bytes(b & 0x0F | 0x40 for b in raw[6::16])
+    raw[8::16] = bytes(b & 0x3F | 0x80 for b in raw[8::16])
+    h = raw.hex()
+    return [
+        f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-{h[i + 12 : i + 16]}-{h[i + 16 : i + 20]}-{h[i + 20 : i + 32]}"
+        for i in range(0, 32 * count, 32)
+    ]
 
 
 def to_json_value(value: Any) -> Any:

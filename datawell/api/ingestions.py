@@ -1,0 +1,240 @@
+"""Ingestion tracking and dataset data: list attempts, read one, retry one, clear a dataset."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel
+from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
+from datawell.ontology.links import remove_dataset_links
+from datawell.services import Services
+from datawell.storage import ingestions
+from datawell.storage.access import NamespaceRef, Permission, allows, authorize, permission_of
+from datawell.storage.datasets import DatasetRef, get_dataset
+from datawell.storage.tables import Dataset, Ingestion, Namespace, User
+from datawell.storage.vectors import FIELDS, ROWS
+
+router = Router("ingestions")
+
+Status = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+CURSOR_STEP = timedelta(microseconds=1)
+
+
+class IngestionAttributes(ApiModel):
+    name: str = Field(description="Name of the uploaded file.")
+    seen_at: datetime = Field(description="When the file was received (a retry keeps its original's).")
+    original_ingestion_id: uuid.UUID | None = Field(description="The ingestion this one was retried from.")
+    last_retry_at: datetime | None = Field(description="When this ingestion was last retried, or created by a retry.")
+
+
+class IngestionAttempt(ApiModel):
+    id: uuid.UUID
+    status: Status
+    expected_total_bytes: int
+    status_message: str
+    processed_bytes: int
+    processed_rows: int
+    attributes: IngestionAttributes
+
+    @classmethod
+    def of(cls, ingestion: Ingestion) -> IngestionAttempt:
+        return cls(
+            id=uuid.UUID(ingestion.id),
+            status=ingestion.status,  # type: ignore[arg-type]
+            expected_total_bytes=ingestion.expected_total_bytes,
+            status_message=ingestion.status_message,
+            processed_bytes=ingestion.processed_bytes,
+            processed_rows=ingestion.processed_rows,
+            attributes=IngestionAttributes(
+                name=ingestion.name,
+                seen_at=ingestion.seen_at,
+                original_ingestion_id=uuid.UUID(ingestion.original_ingestion_id)
+                if ingestion.original_ingestion_id
+                else None,
+                last_retry_at=ingestion.last_retry_at,
+            ),
+        )
+
+
+class IngestionDetail(IngestionAttempt):
+    mapping: dict[str, Any] = Field(
+        description="How the file was structured: for tables, which column fills each field and whether the model "
+        "or name similarity chose it; for documents, how many passages and records the model extracted."
+    )
+
+
+class AttemptsMetadata(ApiModel):
+    page_size: int
+    before_created_at: datetime | None = Field(
+        description="Pass as beforeCreatedAt to get the next page; null when there are no older attempts."
+    )
+
+
+class AttemptList(ApiModel):
+    data: list[IngestionAttempt]
+    metadata: AttemptsMetadata
+
+
+class AttemptsQuery(ApiModel):
+    before_created_at: datetime | None = Field(
+        None, description="Only attempts created at or before this time (date-time; without a zone, UTC)."
+    )
+    page_size: int = Field(20, ge=1, le=100, description="At most this many attempts (1 to 100).")
+
+    @field_validator("before_created_at")
+    @classmethod
+    def as_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class RetryResponse(ApiModel):
+    id: uuid.UUID = Field(description="The new ingestion, queued for the background worker.")
+
+
+class ClearResponse(ApiModel):
+    rows_deleted: int
+    vectors_deleted: int
+    links_deleted: int
+    ingestions_cancelled: int = Field(description="Queued or running ingestions of the dataset that were stopped.")
+
+
+async def dataset_from_path(session: AsyncSession, request: Request, user: User, wanted: Permission) -> DatasetRef:
+    params = request.path_params
+    namespace = await authorize(session, user, params["username"], params["namespace"], wanted)
+    return await get_dataset(session, namespace, params["datasetName"])
+
+
+async def ingestion_from_path(
+    session: AsyncSession, request: Request, user: User, wanted: Permission
+) -> tuple[Ingestion, Dataset]:
+    """The ingestion named in the path: 404 when it does not exist or the caller cannot read
+    its namespace at all, 403 when the caller may read but `wanted` is write."""
+    raw = request.path_params["ingestionId"]
+    try:
+        ingestion_id = str(uuid.UUID(raw))
+    except ValueError:
+        raise InvalidInput(
+            "invalid ingestion id", sub_errors=[SubError("uuid_parsing", f"ingestionId: {raw!r} is not a UUID")]
+        ) from None
+    missing = NotFound(f"ingestion {ingestion_id} does not exist")
+    ingestion = await ingestions.get_ingestion(session, ingestion_id)
+    if ingestion is None:
+        raise missing
+    dataset = await session.get_one(Dataset, ingestion.dataset_id)
+    namespace = await session.get_one(Namespace, dataset.namespace_id)
+    owner = await session.get_one(User, namespace.owner_id)
+    held = await permission_of(session, user, NamespaceRef(namespace.id, owner.username, namespace.name))
+    if held is None:
+        raise missing
+    if not allows(held, wanted):
+        raise Forbidden(
+            f"user {user.username!r} has no {wanted.value} access to namespace {owner.username}/{namespace.name}"
+        )
+    return ingestion, dataset
+
+
+def page(items: list[Ingestion], size: int) -> tuple[list[Ingestion], datetime | None]:
+    """The page and the cursor for the next one, given up to `size + 1` items newest first.
+
+    The bound is inclusive, so the cursor is the page's oldest time minus a microsecond; and
+    attempts sharing that time with the first attempt of the next page are moved to the next
+    page, so none is skipped or shown twice."""
+    if len(items) <= size:
+        return items, None
+    shown = items[:size]
+    boundary = items[size].created_at
+    kept = [i for i in shown if i.created_at != boundary]
+    if kept:
+        shown = kept
+    return shown, shown[-1].created_at - CURSOR_STEP
+
+
+@router.operation(
+    "GET",
+    "/data/{username}/{namespace}/{datasetName}/ingest/attempts",
+    summary="List a dataset's ingestion attempts",
+    query=AttemptsQuery,
+    response=AttemptList,
+    errors=(403, 404, 422),
+)
+async def list_attempts(request: Request, user: User, query: AttemptsQuery) -> AttemptList:
+    """Lists the dataset's ingestion attempts, newest first. `metadata.beforeCreatedAt` is the
+    cursor for the next page (null on the last page)."""
+    async with request.state.services.db.session() as session:
+        dataset = await dataset_from_path(session, request, user, Permission.READ)
+        items = await ingestions.list_attempts(session, dataset.record.id, query.before_created_at, query.page_size + 1)
+    shown, cursor = page(items, query.page_size)
+    return AttemptList(
+        data=[IngestionAttempt.of(i) for i in shown],
+        metadata=AttemptsMetadata(page_size=query.page_size, before_created_at=cursor),
+    )
+
+
+@router.operation(
+    "GET",
+    "/ingestionTracking/{ingestionId}",
+    summary="Read one ingestion attempt",
+    response=IngestionDetail,
+    errors=(404, 422),
+)
+async def read_attempt(request: Request, user: User) -> IngestionDetail:
+    """Reads one attempt, with the mapping from the file's columns to the dataset's fields."""
+    async with request.state.services.db.session() as session:
+        ingestion, _dataset = await ingestion_from_path(session, request, user, Permission.READ)
+        return IngestionDetail(**IngestionAttempt.of(ingestion).model_dump(), mapping=ingestion.mapping)
+
+
+@router.operation(
+    "POST",
+    "/ingestionTracking/{ingestionId}/retry",
+    summary="Retry an ingestion",
+    response=RetryResponse,
+    status=202,
+    errors=(403, 404, 409, 422),
+)
+async def retry(request: Request, user: User) -> RetryResponse:
+    """Creates a new ingestion of the same uploaded file and queues it for the background
+    worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
+    while another ingestion of the same file is queued, running or succeeded."""
+    async with request.state.services.db.session() as session:
+        original, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
+        attempt = await ingestions.retry(session, original, user)
+        return RetryResponse(id=uuid.UUID(attempt.id))
+
+
+@router.operation(
+    "POST",
+    "/data/{username}/{namespace}/{datasetName}/clear",
+    summary="Clear a dataset",
+    response=ClearResponse,
+    errors=(403, 404),
+)
+async def clear(request: Request, user: User) -> ClearResponse:
+    """Irreversibly removes every row, vector and link of the dataset, and stops its queued
+    and running ingestions. The dataset itself, its schema and column types remain."""
+    services: Services = request.state.services
+    async with services.db.session() as session:
+        dataset = await dataset_from_path(session, request, user, Permission.WRITE)
+        record = dataset.record
+        cancelled = await ingestions.cancel_active(
+            session, record.id, f"cancelled: {user.username} cleared the dataset"
+        )
+    rows = await services.rows.clear(record)
+    vectors = await services.vectors.delete(ROWS, record.id) + await services.vectors.delete(FIELDS, record.id)
+    async with services.db.session() as session:
+        links = await remove_dataset_links(session, record.id)
+    return ClearResponse(
+        rows_deleted=rows,
+        vectors_deleted=vectors,
+        links_deleted=links,
+        ingestions_cancelled=cancelled,
+    )
