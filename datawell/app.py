@@ -24,6 +24,7 @@ from datawell.storage.db import Database
 from datawell.storage.objects import LocalObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
+from datawell.tools.ql import QueryTools
 
 API_PREFIX = "/api/v1"
 API_ROUTERS: list[Router] = [datasets.router, build_specs.router]
@@ -72,16 +73,26 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         oidc_audience=settings.oidc_audience,
     )
     embedder = overrides.embedder or default_embedder(settings)
+    rows = RowStore(settings.resolved_rows_database_url)
+    vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
     return Services(
         settings=settings,
         db=db,
         tokens=tokens,
-        rows=RowStore(settings.resolved_rows_database_url),
-        vectors=VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant"),
+        rows=rows,
+        vectors=vectors,
         embedder=embedder,
         models=overrides.models or default_models(settings),
         prompts=PromptLibrary(),
         objects=LocalObjectStore(settings.data_dir / "objects"),
+        query=QueryTools(
+            db,
+            rows,
+            vectors,
+            embedder,
+            row_cap=settings.query_row_cap,
+            time_limit_seconds=settings.query_time_limit_seconds,
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from datawell.storage.db import Database
 from datawell.storage.objects import ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
+from datawell.tools.ql import QueryTools
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Services:
     models: ChatModels
     prompts: PromptLibrary
     objects: ObjectStore
+    query: QueryTools
 
     async def close(self) -> None:
         await self.vectors.close()
