@@ -20,7 +20,6 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from datawell.errors import QueryError, SubError
@@ -92,9 +91,14 @@ class TableRef:
 
 @dataclass
 class ParsedQuery:
+    """A checked statement and what `compile_query` needs from it, gathered in one walk."""
+
     text: str
-    tree: exp.Query  # rewritten in place by `compile`: compile a ParsedQuery once
+    tree: exp.Query  # rewritten in place by `compile_query`: compile a ParsedQuery once
     references: list[TableRef]
+    tables: list[tuple[exp.Table, TableRef]]  # each table node that names a dataset
+    semantic: list[exp.Anonymous]
+    adaptable: list[exp.Expr]  # nodes some store spells differently, innermost first
 
 
 @dataclass(frozen=True)
@@ -161,39 +165,79 @@ def parse(text: str) -> ParsedQuery:
     if not isinstance(tree, exp.Select | exp.SetOperation):
         kind = (tree.key or type(tree).__name__).upper()
         raise refuse(f"only SELECT queries are allowed, not {kind}", "not_a_select")
-    problems = [*_disallowed(tree)]
-    if problems:
-        raise QueryError("the query uses something that is not allowed", sub_errors=problems)
-    return ParsedQuery(text, tree, _references(tree))
+    return _Survey(text, tree).parsed()
 
 
-def _disallowed(tree: exp.Expr) -> list[SubError]:
-    problems: dict[str, SubError] = {}
-    for node in tree.walk():
-        if isinstance(node, exp.Anonymous) and node.name.lower() == SEMANTIC:
-            continue
-        if isinstance(node, exp.Anonymous):
+_ADAPTABLE = (exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Left, exp.Right, exp.Concat, exp.Round)
+
+
+class _Survey:
+    """One walk over the tree: refuse what is not allowed, note what compiling needs, and fold
+    unquoted names to lower case (PostgreSQL's rule, applied on every store)."""
+
+    def __init__(self, text: str, tree: exp.Query) -> None:
+        self.text = text
+        self.tree = tree
+        self.problems: dict[str, SubError] = {}
+        self.tables: list[tuple[exp.Table, TableRef]] = []
+        self.ctes: set[str] = set()
+        self.semantic: list[exp.Anonymous] = []
+        self.adaptable: list[exp.Expr] = []
+
+    def parsed(self) -> ParsedQuery:
+        for node in self.tree.walk():  # breadth first: a table is seen before its names are folded
+            self._visit(node)
+        if self.problems:
+            raise QueryError("the query uses something that is not allowed", sub_errors=list(self.problems.values()))
+        tables = [(t, ref) for t, ref in self.tables if ref.owner or ref.namespace or ref.name.lower() not in self.ctes]
+        references = list(dict.fromkeys(ref for _, ref in tables))
+        return ParsedQuery(self.text, self.tree, references, tables, self.semantic, self.adaptable[::-1])
+
+    def _refuse(self, key: str, code: str, message: str) -> None:
+        self.problems.setdefault(key, SubError(code, message))
+
+    def _visit(self, node: exp.Expr) -> None:
+        kind = type(node)
+        if isinstance(node, exp.Identifier):
+            if _reserved(node.name):
+                self._refuse(
+                    node.name, "reserved_name", f"{node.name!r}: names starting with {RESERVED_PREFIX!r} are reserved"
+                )
+            if not node.quoted:
+                node.set("this", node.name.lower())
+        elif isinstance(node, exp.Anonymous):
             name = node.name.lower()
-            problems.setdefault(
-                name,
-                SubError(
-                    "function_not_allowed", f"function {name}() is not available{did_you_mean(name, FUNCTION_NAMES)}"
-                ),
-            )
-        elif type(node) not in ALLOWED:
+            if name == SEMANTIC:
+                self.semantic.append(node)
+            else:
+                self._refuse(
+                    name,
+                    "function_not_allowed",
+                    f"function {name}() is not available{did_you_mean(name, FUNCTION_NAMES)}",
+                )
+        elif kind not in ALLOWED:
             name = _describe(node)
-            problems.setdefault(name, SubError("not_allowed", f"{name} is not allowed in a query"))
-        elif isinstance(node, exp.DataType) and node.this not in ALLOWED_TYPES:
-            name = node.sql(QL_DIALECT)
-            problems.setdefault(name, SubError("type_not_allowed", f"type {name} is not allowed in a query"))
-        elif isinstance(node, exp.Identifier) and _reserved(node.name):
-            problems.setdefault(
-                node.name,
-                SubError("reserved_name", f"{node.name!r}: names starting with {RESERVED_PREFIX!r} are reserved"),
-            )
-        elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
-            problems.setdefault("table function", SubError("not_allowed", "table functions are not allowed in FROM"))
-    return list(problems.values())
+            self._refuse(name, "not_allowed", f"{name} is not allowed in a query")
+        elif isinstance(node, exp.Table):
+            if isinstance(node.this, exp.Identifier):
+                self.tables.append((node, TableRef(node.catalog or None, node.db or None, node.name)))
+            else:
+                self._refuse("table function", "not_allowed", "table functions are not allowed in FROM")
+        elif isinstance(node, exp.CTE):
+            self.ctes.add(node.alias.lower())
+        elif isinstance(node, exp.Column):
+            # `owner.namespace.orders.total` refers to the table by its alias, `orders`.
+            if node.args.get("db") or node.args.get("catalog"):
+                node.set("db", None)
+                node.set("catalog", None)
+        elif isinstance(node, exp.DataType):
+            if node.this not in ALLOWED_TYPES:
+                name = node.sql(QL_DIALECT)
+                self._refuse(name, "type_not_allowed", f"type {name} is not allowed in a query")
+        elif isinstance(node, _ADAPTABLE) or (
+            isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval)
+        ):
+            self.adaptable.append(node)
 
 
 def _describe(node: exp.Expr) -> str:
@@ -206,23 +250,6 @@ def _reserved(name: str) -> bool:
     return name.lower().startswith(RESERVED_PREFIX) or name.lower() == "__metadata"
 
 
-def _cte_names(tree: exp.Expr) -> set[str]:
-    return {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
-
-
-def _is_dataset(table: exp.Table, ctes: set[str]) -> bool:
-    return bool(table.db or table.catalog or table.name.lower() not in ctes)
-
-
-def _references(tree: exp.Expr) -> list[TableRef]:
-    ctes = _cte_names(tree)
-    seen: dict[TableRef, None] = {}
-    for table in tree.find_all(exp.Table):
-        if _is_dataset(table, ctes):
-            seen.setdefault(TableRef(table.catalog or None, table.db or None, table.name))
-    return list(seen)
-
-
 # -- compile ------------------------------------------------------------------------------------
 
 
@@ -232,16 +259,15 @@ def compile_query(
     """Check columns and semantic() against the resolved tables and produce the SQL for `target`
     (a sqlglot dialect). Raises QueryError naming every unknown column with close matches."""
     tree = parsed.tree
-    by_physical = _use_physical_tables(tree, tables)
-    normalize_identifiers(tree, dialect=QL_DIALECT)
+    by_physical = _use_physical_tables(parsed, tables)
     _name_outputs(tree)
     scopes = _scopes(tree)
     resolved = _Resolver(by_physical).check(scopes.values())
     semantic = _Semantic(by_physical, scopes)
-    semantic.rewrite(tree)
+    semantic.rewrite(parsed.semantic)
     dataset, kinds = _mark_rows(tree, scopes, by_physical, resolved, semantic)
     _cap(tree, row_cap)
-    _adapt(tree, target)
+    _adapt(parsed.adaptable, target)
     sql = tree.sql(dialect=target, identify=True, comments=False)
     read = list({t.physical: t for t in by_physical.values()}.values())
     if dataset is None and len(read) == 1:
@@ -257,22 +283,14 @@ def compile_query(
     )
 
 
-def _use_physical_tables(tree: exp.Expr, tables: Mapping[TableRef, TableInfo]) -> dict[str, TableInfo]:
+def _use_physical_tables(parsed: ParsedQuery, tables: Mapping[TableRef, TableInfo]) -> dict[str, TableInfo]:
     """Swap each dataset reference for its row table, aliased to the name the query uses."""
-    ctes = _cte_names(tree)
     by_physical: dict[str, TableInfo] = {}
-    for table in list(tree.find_all(exp.Table)):
-        if not _is_dataset(table, ctes):
-            continue
-        info = tables[TableRef(table.catalog or None, table.db or None, table.name)]
+    for table, ref in parsed.tables:
+        info = tables[ref]
         by_physical[info.physical] = info
         alias = table.args.get("alias") or exp.TableAlias(this=table.this.copy())
         table.replace(exp.Table(this=exp.to_identifier(info.physical, quoted=True), alias=alias))
-    # `owner.namespace.orders.total` refers to the table by its alias, `orders`.
-    for column in tree.find_all(exp.Column):
-        if column.args.get("db") or column.args.get("catalog"):
-            column.set("db", None)
-            column.set("catalog", None)
     return by_physical
 
 
@@ -492,19 +510,20 @@ class _Resolver:
 
 
 class _Semantic:
-    """`semantic('text')` becomes the relevance score of the row: the vector store's nearest
-    rows are passed in as a parameter, turned into a CTE of (__id, score), and LEFT JOINed."""
+    """`semantic('text')` becomes the relevance score of the row. The vector store's nearest
+    rows arrive as a parameter, become a materialised CTE of (__id, score), and each call turns
+    into `CASE WHEN row.__id IN (ids) THEN (its score) END`, 0 for the rest. A LEFT JOIN would
+    read the same, but SQLite will not index a CTE for a join and scans it once per row; an IN
+    list it does index, and only the few matching rows look their score up."""
 
     def __init__(self, by_physical: Mapping[str, TableInfo], scopes: Mapping[int, Scope]) -> None:
         self.by_physical = by_physical
         self.scopes = scopes
         self.searches: list[SemanticSearch] = []
         self.ctes: dict[tuple[str, str], str] = {}  # (dataset id, text) -> CTE name
-        self.joins: dict[tuple[int, str, str], str] = {}  # (select, alias, CTE) -> join alias
         self.scores: dict[int, exp.Expr] = {}  # id(select) -> its first score expression
 
-    def rewrite(self, tree: exp.Expr) -> None:
-        calls = [n for n in tree.find_all(exp.Anonymous) if n.name.lower() == SEMANTIC]
+    def rewrite(self, calls: list[exp.Anonymous]) -> None:
         for call in calls:
             select = call.find_ancestor(exp.Select)
             scope = self.scopes.get(id(select)) if select is not None else None
@@ -515,26 +534,7 @@ class _Semantic:
             if key not in self.ctes:
                 self.ctes[key] = f"__dw_sem{len(self.ctes)}"
                 self.searches.append(SemanticSearch(info, text))
-            cte = self.ctes[key]
-            join_key = (id(select), alias, cte)
-            if join_key not in self.joins:
-                joined = f"__dw_s{len(self.joins)}"
-                self.joins[join_key] = joined
-                condition = exp.column("__id", table=joined, quoted=True).eq(
-                    exp.column("__id", table=alias, quoted=True)
-                )
-                select.join(
-                    exp.Table(
-                        this=exp.to_identifier(cte, quoted=True),
-                        alias=exp.TableAlias(this=exp.to_identifier(joined, quoted=True)),
-                    ),
-                    on=condition,
-                    join_type="left",
-                    copy=False,
-                )
-            score = exp.Coalesce(
-                this=exp.column("score", table=self.joins[join_key], quoted=True), expressions=[exp.Literal.number(0)]
-            )
+            score = _score(alias, self.ctes[key])
             self.scores.setdefault(id(select), score.copy())
             call.replace(score)
 
@@ -574,16 +574,31 @@ class _Semantic:
         return f"WITH {ctes} {sql}"
 
 
+def _score(alias: str, cte: str) -> exp.Expr:
+    def name(text: str) -> exp.Identifier:
+        return exp.to_identifier(text, quoted=True)
+
+    row_id = exp.Column(this=name("__id"), table=name(alias))
+    ids = exp.select(exp.Column(this=name("__id"))).from_(exp.Table(this=name(cte)), copy=False)
+    lookup = (
+        exp.select(exp.Column(this=name("score")))
+        .from_(exp.Table(this=name(cte)), copy=False)
+        .where(exp.Column(this=name("__id"), table=name(cte)).eq(row_id.copy()), copy=False)
+    )
+    hit = exp.If(this=exp.In(this=row_id, query=exp.Subquery(this=ids)), true=exp.Subquery(this=lookup))
+    return exp.Coalesce(this=exp.Case(ifs=[hit]), expressions=[exp.Literal.number(0)])
+
+
 def _score_cte(name: str, index: int, target: str) -> str:
     if target == "postgres":  # two array parameters: ids, scores
         first, second = 2 * index + 1, 2 * index + 2
         return (
-            f'"{name}"("__id", "score") AS (SELECT * FROM unnest(CAST(${first} AS TEXT[]), '
+            f'"{name}"("__id", "score") AS MATERIALIZED (SELECT * FROM unnest(CAST(${first} AS TEXT[]), '
             f"CAST(${second} AS DOUBLE PRECISION[])))"
         )
     # SQLite: one JSON parameter, [[id, score], ...]
     return (
-        f'"{name}"("__id", "score") AS (SELECT json_extract(value, \'$[0]\'), '
+        f'"{name}"("__id", "score") AS MATERIALIZED (SELECT json_extract(value, \'$[0]\'), '
         f"json_extract(value, '$[1]') FROM json_each(?))"
     )
 
@@ -695,9 +710,9 @@ def _sqlite_interval(interval: exp.Interval, sign: str) -> str | None:
 
 def _to_sqlite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Extract) and _unit(node) in _EXTRACT_FORMATS:
-        return exp.cast(_strftime(_EXTRACT_FORMATS[_unit(node)], node.expression), "INTEGER")
+        return exp.cast(_strftime(_EXTRACT_FORMATS[_unit(node)], node.expression), "INTEGER", copy=False)
     if isinstance(node, exp.Extract) and _unit(node) == "QUARTER":
-        month = exp.cast(_strftime("%m", node.expression), "INTEGER")
+        month = exp.cast(_strftime("%m", node.expression), "INTEGER", copy=False)
         return exp.Paren(
             this=exp.Div(
                 this=exp.Paren(this=exp.Add(this=month, expression=exp.Literal.number(2))),
@@ -714,7 +729,10 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Right):
         return exp.Substring(this=node.this, start=exp.Neg(this=exp.Paren(this=node.expression)))
     if isinstance(node, exp.Concat):  # PostgreSQL's concat() treats NULL as ''
-        parts = [exp.Coalesce(this=exp.cast(e, "TEXT"), expressions=[exp.Literal.string("")]) for e in node.expressions]
+        parts = [
+            exp.Coalesce(this=exp.cast(e, "TEXT", copy=False), expressions=[exp.Literal.string("")])
+            for e in node.expressions
+        ]
         joined: exp.Expr = parts[0]
         for part in parts[1:]:
             joined = exp.DPipe(this=joined, expression=part)
@@ -729,10 +747,13 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
 def _to_postgres(node: exp.Expr) -> exp.Expr:
     # round(double precision, int) does not exist in PostgreSQL; round(numeric, int) does.
     if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
-        node.set("this", exp.cast(node.this, "NUMERIC"))
+        node.set("this", exp.cast(node.this, "NUMERIC", copy=False))
     return node
 
 
-def _adapt(tree: exp.Expr, target: str) -> None:
+def _adapt(nodes: list[exp.Expr], target: str) -> None:
     adapt = _to_sqlite if target == "sqlite" else _to_postgres
-    tree.transform(adapt, copy=False)
+    for node in nodes:  # innermost first, so an outer rewrite carries the adapted inner one
+        adapted = adapt(node)
+        if adapted is not node:
+            node.replace(adapted)
