@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
@@ -27,11 +28,13 @@ from datawell.tools.catalog import TableInfo
 
 QL_DIALECT = "postgres"
 TARGETS = {"sqlite": "sqlite", "postgresql": "postgres"}  # SQLAlchemy dialect name -> sqlglot dialect
+_DIALECTS = {name: Dialect.get_or_raise(name) for name in (QL_DIALECT, *TARGETS.values())}
 INTERNAL_FIELDS = ("__id", "__ingestion_id", "__source")
 ID_COLUMN = "__dw_id"  # hidden result columns that become `__metadata.id` / `.score`
 SCORE_COLUMN = "__dw_score"
 RESERVED_PREFIX = "__dw"
 SEMANTIC = "semantic"
+SCORE_FUNCTION = "__dw_score"  # SQLite: the per-query function (and CTE) behind semantic() number N
 
 _STRUCTURE: tuple[type[exp.Expr], ...] = (
     exp.Select, exp.Union, exp.Intersect, exp.Except, exp.With, exp.CTE, exp.TableAlias, exp.Subquery,
@@ -141,7 +144,7 @@ def parse(text: str) -> ParsedQuery:
     """Exactly one SELECT (or WITH/UNION of SELECTs) built only from allowed expressions."""
     if not text.strip():
         raise refuse("the query is empty", "empty_query")
-    dialect = Dialect.get_or_raise(QL_DIALECT)
+    dialect = _DIALECTS[QL_DIALECT]
     try:
         tokens = dialect.tokenize(text)
         statements = [s for s in dialect.parser().parse(tokens, text) if s is not None]
@@ -263,18 +266,18 @@ def compile_query(
     _name_outputs(tree)
     scopes = _scopes(tree)
     resolved = _Resolver(by_physical).check(scopes.values())
-    semantic = _Semantic(by_physical, scopes)
+    semantic = _Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)
     dataset, kinds = _mark_rows(tree, scopes, by_physical, resolved, semantic)
     _cap(tree, row_cap)
     _adapt(parsed.adaptable, target)
-    sql = tree.sql(dialect=target, identify=True, comments=False)
+    sql = tree.sql(dialect=_DIALECTS[target], copy=False, identify=True, comments=False)
     read = list({t.physical: t for t in by_physical.values()}.values())
     if dataset is None and len(read) == 1:
         dataset = read[0]
     return CompiledQuery(
         text=parsed.text,
-        sql=semantic.with_ctes(sql, target),
+        sql=semantic.with_ctes(sql),
         target=target,
         searches=semantic.searches,
         tables=read,
@@ -289,7 +292,7 @@ def _use_physical_tables(parsed: ParsedQuery, tables: Mapping[TableRef, TableInf
     for table, ref in parsed.tables:
         info = tables[ref]
         by_physical[info.physical] = info
-        alias = table.args.get("alias") or exp.TableAlias(this=table.this.copy())
+        alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name, quoted=table.this.quoted))
         table.replace(exp.Table(this=exp.to_identifier(info.physical, quoted=True), alias=alias))
     return by_physical
 
@@ -354,6 +357,7 @@ class _Resolver:
     def __init__(self, by_physical: Mapping[str, TableInfo]) -> None:
         self.by_physical = by_physical
         self.resolved: dict[int, tuple[TableInfo, str]] = {}  # id(Column) -> dataset field
+        self.known: dict[int, dict[str, str] | None] = {}  # id(source) -> its outputs
         self.problems: dict[str, SubError] = {}
 
     def check(self, scopes: Any) -> dict[int, tuple[TableInfo, str]]:
@@ -376,6 +380,11 @@ class _Resolver:
 
     def outputs(self, source: Source) -> dict[str, str] | None:
         """lower name -> name of what a source offers; None when it cannot be known."""
+        if id(source) not in self.known:
+            self.known[id(source)] = self._outputs(source)
+        return self.known[id(source)]
+
+    def _outputs(self, source: Source) -> dict[str, str] | None:
         if isinstance(source, exp.Table):
             info = self.by_physical.get(source.name)
             if info is None:
@@ -510,17 +519,19 @@ class _Resolver:
 
 
 class _Semantic:
-    """`semantic('text')` becomes the relevance score of the row. The vector store's nearest
-    rows arrive as a parameter, become a materialised CTE of (__id, score), and each call turns
-    into `CASE WHEN row.__id IN (ids) THEN (its score) END`, 0 for the rest. A LEFT JOIN would
-    read the same, but SQLite will not index a CTE for a join and scans it once per row; an IN
-    list it does index, and only the few matching rows look their score up."""
+    """`semantic('text')` becomes the relevance score of the row. The vector store's nearest rows
+    arrive as parameters; the score must be looked up per row without scanning the hits:
+    - PostgreSQL: a jsonb object {id: score}, parsed once (an InitPlan), looked up by key.
+    - SQLite: it will not index a CTE for a join or a correlated lookup, but it does index an
+      IN list. A CTE of the hit ids answers "is this row a hit" for every row; only the hits
+      call `__dw_scoreN(id)`, a function the connection gets for this query."""
 
-    def __init__(self, by_physical: Mapping[str, TableInfo], scopes: Mapping[int, Scope]) -> None:
+    def __init__(self, by_physical: Mapping[str, TableInfo], scopes: Mapping[int, Scope], target: str) -> None:
         self.by_physical = by_physical
         self.scopes = scopes
+        self.target = target
         self.searches: list[SemanticSearch] = []
-        self.ctes: dict[tuple[str, str], str] = {}  # (dataset id, text) -> CTE name
+        self.indexes: dict[tuple[str, str], int] = {}  # (dataset id, text) -> search number
         self.scores: dict[int, exp.Expr] = {}  # id(select) -> its first score expression
 
     def rewrite(self, calls: list[exp.Anonymous]) -> None:
@@ -531,10 +542,10 @@ class _Semantic:
                 raise refuse("semantic() must be used inside a SELECT that reads a dataset", "semantic_usage")
             alias, info, text = self._arguments(call, scope)
             key = (info.dataset_id, text)
-            if key not in self.ctes:
-                self.ctes[key] = f"__dw_sem{len(self.ctes)}"
+            if key not in self.indexes:
+                self.indexes[key] = len(self.searches)
                 self.searches.append(SemanticSearch(info, text))
-            score = _score(alias, self.ctes[key])
+            score = _score(alias, self.indexes[key], self.target)
             self.scores.setdefault(id(select), score.copy())
             call.replace(score)
 
@@ -564,43 +575,28 @@ class _Semantic:
         [(alias, info)] = datasets.items()
         return alias, info, text
 
-    def with_ctes(self, sql: str, target: str) -> str:
-        if not self.searches:
+    def with_ctes(self, sql: str) -> str:
+        if not self.searches or self.target != "sqlite":
             return sql
-        ctes = ", ".join(_score_cte(name, index, target) for index, name in enumerate(self.ctes.values()))
+        ctes = ", ".join(
+            f'"{SCORE_FUNCTION}{i}"("__id") AS MATERIALIZED (SELECT value FROM json_each(?))'
+            for i in range(len(self.searches))
+        )
         for prefix in ("WITH RECURSIVE ", "WITH "):
             if sql.startswith(prefix):
                 return f"{prefix}{ctes}, {sql[len(prefix) :]}"
         return f"WITH {ctes} {sql}"
 
 
-def _score(alias: str, cte: str) -> exp.Expr:
-    def name(text: str) -> exp.Identifier:
-        return exp.to_identifier(text, quoted=True)
-
-    row_id = exp.Column(this=name("__id"), table=name(alias))
-    ids = exp.select(exp.Column(this=name("__id"))).from_(exp.Table(this=name(cte)), copy=False)
-    lookup = (
-        exp.select(exp.Column(this=name("score")))
-        .from_(exp.Table(this=name(cte)), copy=False)
-        .where(exp.Column(this=name("__id"), table=name(cte)).eq(row_id.copy()), copy=False)
-    )
-    hit = exp.If(this=exp.In(this=row_id, query=exp.Subquery(this=ids)), true=exp.Subquery(this=lookup))
-    return exp.Coalesce(this=exp.Case(ifs=[hit]), expressions=[exp.Literal.number(0)])
-
-
-def _score_cte(name: str, index: int, target: str) -> str:
-    if target == "postgres":  # two array parameters: ids, scores
-        first, second = 2 * index + 1, 2 * index + 2
-        return (
-            f'"{name}"("__id", "score") AS MATERIALIZED (SELECT * FROM unnest(CAST(${first} AS TEXT[]), '
-            f"CAST(${second} AS DOUBLE PRECISION[])))"
-        )
-    # SQLite: one JSON parameter, [[id, score], ...]
-    return (
-        f'"{name}"("__id", "score") AS MATERIALIZED (SELECT json_extract(value, \'$[0]\'), '
-        f"json_extract(value, '$[1]') FROM json_each(?))"
-    )
+def _score(alias: str, index: int, target: str) -> exp.Expr:
+    """The score of the row of `alias` for search number `index`; 0 beyond the hits."""
+    row_id = f'"{alias.replace(chr(34), chr(34) * 2)}"."__id"'
+    if target == "postgres":
+        sql = f"COALESCE(CAST(JSONB_EXTRACT_PATH_TEXT((SELECT CAST(${index + 1} AS JSONB)), {row_id}) AS DOUBLE PRECISION), 0)"
+    else:
+        name = f"{SCORE_FUNCTION}{index}"
+        sql = f'COALESCE(CASE WHEN {row_id} IN (SELECT "__id" FROM "{name}") THEN {name}({row_id}) END, 0)'
+    return sqlglot.parse_one(sql, dialect=_DIALECTS[QL_DIALECT])
 
 
 def _aggregated(select: exp.Select) -> bool:

@@ -14,7 +14,7 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as clock
 from decimal import Decimal
@@ -35,6 +35,7 @@ from datawell.tools.catalog import Catalog, TableInfo, table_info, with_contents
 from datawell.tools.checker import (
     ID_COLUMN,
     SCORE_COLUMN,
+    SCORE_FUNCTION,
     TARGETS,
     CompiledQuery,
     TableRef,
@@ -54,6 +55,15 @@ class QueryResult:
     query: str  # the query as the caller wrote it
     rows: list[dict[str, Any]]  # JSON-ready; internal fields start with `__` (`__metadata`: score, dataset, id)
     truncated: bool  # the row cap cut the result
+
+
+@dataclass
+class SemanticHits:
+    """What the vector store found for a query's semantic() calls: SQL parameters, and on
+    SQLite the score functions the connection gets for the query."""
+
+    parameters: list[Any] = field(default_factory=list)
+    functions: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class TextEmbedder(Protocol):
@@ -112,37 +122,47 @@ class QueryTools:
             tables = await _Resolver(session, user, namespace).resolve(parsed.references)
         return compile_query(parsed, tables, self.target, self.row_cap)
 
+    async def resolve(
+        self, user: User, namespace: NamespaceRef, references: list[TableRef]
+    ) -> dict[TableRef, TableInfo]:
+        """The datasets behind table names, as `prepare` finds them."""
+        async with self.db.session() as session:
+            await _require_read(session, user, namespace)
+            return await _Resolver(session, user, namespace).resolve(references)
+
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
         compiled = await self.prepare(user, namespace, query)
-        parameters = await self._search(compiled)
-        columns, records = await self.execute(compiled, parameters)
+        columns, records = await self.execute(compiled, await self.search(compiled))
         truncated = len(records) > self.row_cap
         rows = [_row(compiled, columns, record) for record in records[: self.row_cap]]
         return QueryResult(query=query, rows=rows, truncated=truncated)
 
-    async def _search(self, compiled: CompiledQuery) -> list[Any]:
-        """The parameters that carry each semantic() search's nearest rows into the SQL."""
+    async def search(self, compiled: CompiledQuery) -> SemanticHits:
+        """Each semantic() search's nearest rows, in the form the compiled SQL takes them."""
+        hits = SemanticHits()
         if not compiled.searches:
-            return []
+            return hits
         texts = list(dict.fromkeys(s.text for s in compiled.searches))
         vectors = dict(zip(texts, await self.embedder.embed(texts), strict=True))
-        parameters: list[Any] = []
-        for search in compiled.searches:
-            hits = await self.vectors.search(ROWS, search.table.dataset_id, vectors[search.text], self.semantic_hits)
+        for index, search in enumerate(compiled.searches):
+            found = await self.vectors.search(ROWS, search.table.dataset_id, vectors[search.text], self.semantic_hits)
+            scores = {h.id: h.score for h in found}
             if compiled.target == "postgres":
-                parameters += [[h.id for h in hits], [h.score for h in hits]]
+                hits.parameters.append(json.dumps(scores))
             else:
-                parameters.append(json.dumps([[h.id, h.score] for h in hits]))
-        return parameters
+                hits.parameters.append(json.dumps(list(scores)))
+                hits.functions[f"{SCORE_FUNCTION}{index}"] = scores
+        return hits
 
-    async def execute(self, compiled: CompiledQuery, parameters: Sequence[Any]) -> tuple[list[str], list[Any]]:
+    async def execute(self, compiled: CompiledQuery, hits: SemanticHits | None = None) -> tuple[list[str], list[Any]]:
         """Run compiled SQL read-only under the time limit; database errors become QueryErrors."""
+        hits = hits or SemanticHits()
         for attempt in range(2):
             try:
                 async with self.rows.engine.connect() as connection:
                     if compiled.target == "postgres":
-                        return await self._postgres(connection, compiled.sql, parameters)
-                    return await self._sqlite(connection, compiled.sql, parameters)
+                        return await self._postgres(connection, compiled.sql, hits)
+                    return await self._sqlite(connection, compiled.sql, hits)
             except DBAPIError as exc:
                 message = _database_message(exc)
                 if attempt == 0 and _missing_table(message, compiled.tables):
@@ -153,19 +173,15 @@ class QueryTools:
                 raise _query_error(message, compiled, self.time_limit_seconds) from None
         raise AssertionError("unreachable")
 
-    async def _postgres(
-        self, connection: AsyncConnection, sql: str, parameters: Sequence[Any]
-    ) -> tuple[list[str], list[Any]]:
+    async def _postgres(self, connection: AsyncConnection, sql: str, hits: SemanticHits) -> tuple[list[str], list[Any]]:
         connection = await connection.execution_options(postgresql_readonly=True)
         async with connection.begin():
             milliseconds = max(1, int(self.time_limit_seconds * 1000))
             await connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-            result = await connection.exec_driver_sql(sql, tuple(parameters))
+            result = await connection.exec_driver_sql(sql, tuple(hits.parameters))
             return list(result.keys()), list(result.all())
 
-    async def _sqlite(
-        self, connection: AsyncConnection, sql: str, parameters: Sequence[Any]
-    ) -> tuple[list[str], list[Any]]:
+    async def _sqlite(self, connection: AsyncConnection, sql: str, hits: SemanticHits) -> tuple[list[str], list[Any]]:
         driver: Any = (await connection.get_raw_connection()).driver_connection  # an aiosqlite.Connection
         deadline = time.monotonic() + self.time_limit_seconds
 
@@ -174,11 +190,15 @@ class QueryTools:
 
         await connection.exec_driver_sql("PRAGMA query_only = ON")
         await driver.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
+        for name, scores in hits.functions.items():
+            await driver.create_function(name, 1, scores.get, deterministic=True)
         try:
-            result = await connection.exec_driver_sql(sql, tuple(parameters))
+            result = await connection.exec_driver_sql(sql, tuple(hits.parameters))
             return list(result.keys()), list(result.all())
         finally:
             # The connection goes back to the pool that ingestion writes through.
+            for name in hits.functions:
+                await driver.create_function(name, 1, None)
             await driver.set_progress_handler(None, 0)
             await connection.exec_driver_sql("PRAGMA query_only = OFF")
 

@@ -219,7 +219,7 @@ async def test_queries_run_read_only(world: World) -> None:
     table = compiled.tables[0].physical
     writing = replace(compiled, sql=f'DELETE FROM "{table}"', tables=compiled.tables)
     with pytest.raises(QueryError) as caught:
-        await world.query.execute(writing, [])
+        await world.query.execute(writing)
     assert codes(caught.value) == ["database_error"]
     assert (await world.query.run(world.alice, world.sales, "SELECT COUNT(*) AS n FROM orders")).rows[0]["n"] == 5
 
