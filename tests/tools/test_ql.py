@@ -150,6 +150,8 @@ async def test_another_namespace_needs_a_read_grant(world: World, services: Serv
     assert "did you mean 'customers'" in error.sub_errors[0].message
     error = await refused(world, "SELECT * FROM customers")
     assert "did you mean 'bob.crm.customers'" in error.sub_errors[0].message
+    error = await refused(world, "SELECT * FROM crm.customers")
+    assert "owner.namespace.dataset: did you mean 'bob.crm.customers'" in error.sub_errors[0].message
 
 
 async def test_a_namespace_the_caller_cannot_read_is_forbidden(world: World) -> None:
