@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
@@ -590,13 +589,24 @@ class _Semantic:
 
 def _score(alias: str, index: int, target: str) -> exp.Expr:
     """The score of the row of `alias` for search number `index`; 0 beyond the hits."""
-    row_id = f'"{alias.replace(chr(34), chr(34) * 2)}"."__id"'
+
+    def row_id() -> exp.Column:
+        return exp.Column(this=exp.to_identifier("__id", quoted=True), table=exp.to_identifier(alias, quoted=True))
+
     if target == "postgres":
-        sql = f"COALESCE(CAST(JSONB_EXTRACT_PATH_TEXT((SELECT CAST(${index + 1} AS JSONB)), {row_id}) AS DOUBLE PRECISION), 0)"
+        scores = exp.Cast(this=exp.Parameter(this=exp.Literal.number(index + 1)), to=exp.DataType(this=exp.DType.JSONB))
+        looked_up = exp.Anonymous(
+            this="JSONB_EXTRACT_PATH_TEXT", expressions=[exp.Subquery(this=exp.Select(expressions=[scores])), row_id()]
+        )
+        score: exp.Expr = exp.Cast(this=looked_up, to=exp.DataType(this=exp.DType.DOUBLE))
     else:
         name = f"{SCORE_FUNCTION}{index}"
-        sql = f'COALESCE(CASE WHEN {row_id} IN (SELECT "__id" FROM "{name}") THEN {name}({row_id}) END, 0)'
-    return sqlglot.parse_one(sql, dialect=_DIALECTS[QL_DIALECT])
+        ids = exp.Select(expressions=[exp.Column(this=exp.to_identifier("__id", quoted=True))]).from_(
+            exp.Table(this=exp.to_identifier(name, quoted=True)), copy=False
+        )
+        hit = exp.In(this=row_id(), query=exp.Subquery(this=ids))
+        score = exp.Case(ifs=[exp.If(this=hit, true=exp.Anonymous(this=name, expressions=[row_id()]))])
+    return exp.Coalesce(this=score, expressions=[exp.Literal.number(0)])
 
 
 def _aggregated(select: exp.Select) -> bool:
