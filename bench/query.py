@@ -198,7 +198,7 @@ async def measure(
 
 async def bench(services: Services, size: int, embed: int, repeat: int) -> None:
     user, namespace = await setup(services, size, embed)
-    tools = services.query
+    tools = services.query_tools
     print(f"store: {services.rows.dialect}, {size:,} rows; medians of {repeat} interleaved rounds, in ms")
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print(
@@ -248,7 +248,7 @@ async def main() -> None:
     # Qdrant's local mode on disk takes seconds per thousand points; in memory it is the same search.
     await services.vectors.close()
     services.vectors = VectorStore(services.embedder.dimension)
-    services.query = QueryTools(
+    services.query_tools = QueryTools(
         services.db,
         services.rows,
         services.vectors,

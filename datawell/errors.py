@@ -81,3 +81,10 @@ class ModelError(DatawellError):
 class BudgetExceeded(DatawellError):
     status_code = 422
     error_code = "BUDGET_EXCEEDED"
+
+
+class WebSearchError(DatawellError):
+    """The configured web-search provider failed or answered something unusable."""
+
+    status_code = 502
+    error_code = "WEB_SEARCH_ERROR"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from datawell.api.auth import TokenAuthority
 from datawell.config import Settings
+from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
@@ -28,9 +29,11 @@ class Services:
     models: ChatModels
     prompts: PromptLibrary
     objects: ObjectStore
-    query: QueryTools
+    query_tools: QueryTools
+    memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
 
     async def close(self) -> None:
+        await self.memory.close()
         await self.vectors.close()
         await self.rows.close()
         await self.db.close()

@@ -74,6 +74,8 @@ ALLOWED_TYPES = frozenset(
         exp.DType.DATE, exp.DType.TIMESTAMP, exp.DType.TIMESTAMPTZ, exp.DType.TIME,
     }
 )  # fmt: skip
+# SQLite spellings models often write: accepted, and translated for PostgreSQL.
+SQLITE_FUNCTIONS = {"strftime": (2, "strftime('format', value)"), "julianday": (1, "julianday(value)")}
 FUNCTION_NAMES = sorted(
     {t.sql_names()[0].lower() for t in _FUNCTIONS if issubclass(t, exp.Func) and t.sql_names()} | {SEMANTIC}
 )
@@ -211,6 +213,13 @@ class _Survey:
             name = node.name.lower()
             if name == SEMANTIC:
                 self.semantic.append(node)
+            elif name in SQLITE_FUNCTIONS:
+                if len(node.expressions) != SQLITE_FUNCTIONS[name][0] or (
+                    name == "strftime"
+                    and not (isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string)
+                ):
+                    self._refuse(name, "function_usage", f"write {SQLITE_FUNCTIONS[name][1]}")
+                self.adaptable.append(node)
             else:
                 self._refuse(
                     name,
@@ -714,7 +723,23 @@ def _sqlite_interval(interval: exp.Interval, sign: str) -> str | None:
     return f"{sign}{amount_text} {_INTERVAL_UNITS[unit]}"
 
 
+def _from_sqlite(node: exp.Anonymous, target: str) -> exp.Expr:
+    """strftime() and julianday() as sqlglot's own nodes, which it writes for every store."""
+    if node.name.lower() == "strftime":
+        fmt, value = node.expressions
+        return exp.TimeToStr(this=exp.TsOrDsToTimestamp(this=value), format=fmt)
+    [value] = node.expressions
+    if target == "sqlite":
+        return node
+    # Julian day number: days since noon UTC, 24 November 4714 BC; the Unix epoch is 2440587.5.
+    epoch = exp.Extract(this=exp.Var(this="EPOCH"), expression=exp.cast(value, "TIMESTAMPTZ", copy=False))
+    days = exp.Div(this=epoch, expression=exp.Literal.number("86400.0"))
+    return exp.Paren(this=exp.Add(this=days, expression=exp.Literal.number("2440587.5")))
+
+
 def _to_sqlite(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Anonymous):
+        return _from_sqlite(node, "sqlite")
     if isinstance(node, exp.Extract) and _unit(node) in _EXTRACT_FORMATS:
         return exp.cast(_strftime(_EXTRACT_FORMATS[_unit(node)], node.expression), "INTEGER", copy=False)
     if isinstance(node, exp.Extract) and _unit(node) == "QUARTER":
@@ -751,6 +776,8 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
 
 
 def _to_postgres(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Anonymous):
+        return _from_sqlite(node, "postgres")
     # round(double precision, int) does not exist in PostgreSQL; round(numeric, int) does.
     if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
         node.set("this", exp.cast(node.this, "NUMERIC", copy=False))

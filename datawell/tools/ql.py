@@ -95,9 +95,16 @@ class QueryTools:
         self.semantic_hits = semantic_hits or row_cap  # nearest rows semantic() scores; the rest score 0
         self.target = TARGETS[rows.dialect]
 
-    async def catalog(self, user: User, namespace: NamespaceRef, *, shared: bool = False) -> Catalog:
-        """Every dataset of the namespace; with `shared`, also those of every other namespace the
-        user may read, named `owner.namespace.dataset`."""
+    async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
+        """Every dataset of the namespace, named as a query in that namespace names it."""
+        return await self._catalog(user, namespace, shared=False)
+
+    async def shared_catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
+        """The namespace's datasets, then those of every other namespace the user may read,
+        named `owner.namespace.dataset`."""
+        return await self._catalog(user, namespace, shared=True)
+
+    async def _catalog(self, user: User, namespace: NamespaceRef, *, shared: bool) -> Catalog:
         async with self.db.session() as session:
             await _require_read(session, user, namespace)
             datasets = [(d, d.name) for d in await list_datasets(session, namespace)]

@@ -72,4 +72,4 @@ async def world(services: Services) -> World:
         {"name": "text", "city": "text"},
         [{"name": "Ada", "city": "Paris"}, {"name": "Bob", "city": "Oslo"}, {"name": "Cy", "city": "Lima"}],
     )  # fmt: skip
-    return World(services.query, alice, bob, sales, crm)
+    return World(services.query_tools, alice, bob, sales, crm)

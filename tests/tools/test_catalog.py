@@ -30,10 +30,10 @@ async def test_the_catalog_lists_datasets_fields_types_samples_and_counts(world:
 
 
 async def test_shared_namespaces_appear_by_their_full_name(world: World, services: Services) -> None:
-    assert [t.name for t in (await world.query.catalog(world.alice, world.sales, shared=True)).tables] == ["orders"]
+    assert [t.name for t in (await world.query.shared_catalog(world.alice, world.sales)).tables] == ["orders"]
     async with services.db.session() as session:
         await access.set_grant(session, "bob", "crm", "alice", Permission.READ)
-    catalog = await world.query.catalog(world.alice, world.sales, shared=True)
+    catalog = await world.query.shared_catalog(world.alice, world.sales)
     assert [t.name for t in catalog.tables] == ["orders", "bob.crm.customers"]
     assert "Table bob.crm.customers (3 rows)" in catalog.render()
 

@@ -48,6 +48,7 @@ DOCUMENTED = [
     "EXTRACT(YEAR FROM placed)", "DATE_PART('month', placed)", "DATE_TRUNC('week', placed)", "CURRENT_DATE",
     "CURRENT_TIMESTAMP", "NOW()", "DATE(placed)", "TO_CHAR(placed, 'YYYY-MM')", "TO_TIMESTAMP(customer, 'YYYY')",
     "TO_DATE(customer, 'YYYY-MM-DD')", "placed + INTERVAL '3 days'", "placed - INTERVAL '1 month'",
+    "STRFTIME('%Y-%m', placed)", "JULIANDAY(placed) - JULIANDAY('2024-01-01')",
     "COALESCE(customer, 'x')", "NULLIF(total, 0)", "CAST(total AS INTEGER)", "total::text",
     "CAST(customer AS TIMESTAMP)", "CAST(total AS NUMERIC(10, 2))", "CASE WHEN total > 1 THEN 'a' ELSE 'b' END",
     "customer || '!'", "customer ILIKE '%a%'", "customer SIMILAR TO 'a%'", "customer ~ 'a'",
@@ -110,7 +111,8 @@ def test_semantic_becomes_a_lookup_of_the_searched_rows() -> None:
         ("SELECT semantic(total) FROM orders", "semantic_usage"),
         ("SELECT semantic('a') FROM (SELECT * FROM orders) AS t", "semantic_usage"),
         ("SELECT __dw_score0(order_id) FROM orders", "function_not_allowed"),
-        ("SELECT strftime('%Y', placed) FROM orders", "function_not_allowed"),
+        ("SELECT strftime('%Y', placed, 'start of month') FROM orders", "function_usage"),
+        ("SELECT to_json(placed) FROM orders", "function_not_allowed"),
         ("SELECT o.total FROM orders o JOIN orders o ON TRUE", "duplicate_alias"),
     ],
 )

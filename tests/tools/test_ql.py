@@ -48,14 +48,33 @@ async def test_aggregates_and_postgres_spellings_run_on_every_store(world: World
     result = await world.query.run(
         world.alice, world.sales,
         "SELECT customer, COUNT(*) AS n, ROUND(AVG(total), 1) AS average, SUM(order_id) AS ids, "
-        "EXTRACT(MONTH FROM MIN(placed)) AS first_month, CONCAT(customer, '!') AS shout "
+        "EXTRACT(MONTH FROM MIN(placed)) AS first_month, CONCAT(customer, '!') AS shout, "
+        "MIN(strftime('%Y-%m', placed)) AS month, ROUND(MIN(julianday(placed) - julianday('2024-01-01')), 2) AS day "
         "FROM orders WHERE note ILIKE '%APPLE%' AND placed < DATE_TRUNC('month', CAST('2024-03-15' AS TIMESTAMP)) "
         "GROUP BY customer ORDER BY n DESC, customer",
     )  # fmt: skip
     rows = [{k: v for k, v in r.items() if k != "__metadata"} for r in result.rows]
     assert rows == [
-        {"customer": "Ada", "n": 1, "average": 12.5, "ids": 1, "first_month": 1, "shout": "Ada!"},
-        {"customer": "Cy", "n": 1, "average": 7.3, "ids": 3, "first_month": 2, "shout": "Cy!"},
+        {
+            "customer": "Ada",
+            "n": 1,
+            "average": 12.5,
+            "ids": 1,
+            "first_month": 1,
+            "shout": "Ada!",
+            "month": "2024-01",
+            "day": 4.42,
+        },
+        {
+            "customer": "Cy",
+            "n": 1,
+            "average": 7.3,
+            "ids": 3,
+            "first_month": 2,
+            "shout": "Cy!",
+            "month": "2024-02",
+            "day": 50.5,
+        },
     ]
     assert "id" not in result.rows[0]["__metadata"]  # an aggregate is no dataset row
 
