@@ -110,17 +110,27 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         oidc_audience=settings.oidc_audience,
     )
     embedder = overrides.embedder or default_embedder(settings)
+    rows = RowStore(settings.resolved_rows_database_url)
+    vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
     return Services(
         settings=settings,
         db=db,
         tokens=tokens,
-        rows=RowStore(settings.resolved_rows_database_url),
-        vectors=VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant"),
+        rows=rows,
+        vectors=vectors,
         embedder=embedder,
         models=overrides.models or default_models(settings),
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
-        query_tools=overrides.query_tools or QueryTools(),
+        query_tools=overrides.query_tools
+        or QueryTools(
+            db,
+            rows,
+            vectors,
+            embedder,
+            row_cap=settings.query_row_cap,
+            time_limit_seconds=settings.query_time_limit_seconds,
+        ),
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )
 

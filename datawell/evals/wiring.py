@@ -8,11 +8,10 @@ from datawell.evals.runner import CurateRequest, QueryRunner, Targets
 from datawell.graphs.runs import run_assistant, run_nl2ql
 from datawell.services import Services
 from datawell.storage.datasets import get_dataset, list_datasets
-from datawell.tools.ql import QueryTools
 
 
 def query_tools(services: Services) -> QueryRunner:
-    return QueryTools()
+    return services.query_tools
 
 
 async def curate(services: Services, request: CurateRequest) -> list[PredictedLink]:
