@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -10,32 +12,47 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from datawell.api import build_specs, datasets, ingestions, system
+from datawell.agents import routes as a2a_routes
+from datawell.agents.server import AgentServer
+from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.graphs.memory import ConversationMemory
 from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 from datawell.services import Services
 from datawell.storage.db import Database
-from datawell.storage.objects import LocalObjectStore
+from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
+from datawell.tools.ql import QueryTools
 
 API_PREFIX = "/api/v1"
-API_ROUTERS: list[Router] = [datasets.router, build_specs.router, ingestions.router]
+API_ROUTERS: list[Router] = [
+    datasets.router,
+    build_specs.router,
+    uploads.router,
+    ingestions.router,
+    autorag.router,
+    a2a_routes.router,
+    ontology.router,
+]
 
 
 @dataclass(frozen=True)
 class Overrides:
-    """Replacements for services that tests and eval runs swap in (scripted models, a hashing embedder)."""
+    """Replacements for services that tests and eval runs swap in (scripted models, a hashing
+    embedder, prompts from another folder)."""
 
     models: ChatModels | None = None
     embedder: Embedder | None = None
+    prompts: PromptLibrary | None = None
+    query_tools: QueryTools | None = None
 
 
 def signing_secret(settings: Settings) -> str:
@@ -48,6 +65,25 @@ def signing_secret(settings: Settings) -> str:
         path.write_text(secrets.token_urlsafe(48))
         path.chmod(0o600)
     return path.read_text().strip()
+
+
+def part_signing_key(secret: str) -> bytes:
+    """The key of the local store's part URLs, derived from the token key so that every
+    process sharing that key also accepts the others' URLs, while a part signature can never
+    serve as a token signature (or the reverse)."""
+    return hmac.new(secret.encode(), b"datawell upload part urls", hashlib.sha256).digest()
+
+
+def build_object_store(settings: Settings, secret: str) -> ObjectStore:
+    if settings.object_store == "s3":
+        return S3ObjectStore.connect(
+            settings.s3_bucket, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region
+        )
+    return LocalObjectStore(
+        settings.data_dir / "objects",
+        signing_key=part_signing_key(secret),
+        part_url_base=settings.api_base_url() + uploads.PART_PATH,
+    )
 
 
 def default_embedder(settings: Settings) -> Embedder:
@@ -65,9 +101,10 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     await db.migrate()
+    secret = signing_secret(settings)
     tokens = TokenAuthority(
         db,
-        signing_secret(settings),
+        secret,
         oidc_issuer=settings.oidc_issuer,
         oidc_jwks_url=settings.oidc_jwks_url,
         oidc_audience=settings.oidc_audience,
@@ -81,13 +118,16 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         vectors=VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant"),
         embedder=embedder,
         models=overrides.models or default_models(settings),
-        prompts=PromptLibrary(),
-        objects=LocalObjectStore(settings.data_dir / "objects"),
+        prompts=overrides.prompts or PromptLibrary(),
+        objects=build_object_store(settings, secret),
+        query_tools=overrides.query_tools or QueryTools(),
+        memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )
 
 
 def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
+    agents = AgentServer(settings)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
@@ -98,6 +138,7 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
                     await stack.enter_async_context(running_worker(services))
                 yield {"services": services}
         finally:
+            await agents.aclose()
             await services.close()
 
     routes: list[Route] = []
@@ -106,5 +147,6 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     routes.extend(system.router.routes(""))
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
+    app.state.agents = agents
     app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
     return app

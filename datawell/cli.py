@@ -6,15 +6,21 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.app import build_services
 from datawell.config import Settings
-from datawell.errors import DatawellError
+from datawell.errors import DatawellError, InvalidInput
+from datawell.evals.commands import eval_app
+from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
+from datawell.graphs.runs import AskRequest, run_nl2ql
+from datawell.llm.models import ModelChoice, StageChoices
 from datawell.services import Services
 from datawell.storage import access, users
+from datawell.storage.tables import User
 
 app = typer.Typer(help="Datawell: an open data platform for agents.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage users.", no_args_is_help=True)
@@ -23,6 +29,7 @@ grants_app = typer.Typer(help="Share namespaces with other users.", no_args_is_h
 app.add_typer(users_app, name="users")
 app.add_typer(token_app, name="token")
 app.add_typer(grants_app, name="grants")
+app.add_typer(eval_app, name="eval")
 
 T = TypeVar("T")
 
@@ -185,6 +192,107 @@ def grants_list(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")
 
     for grantee, permission in run(work):
         typer.echo(f"{grantee}\t{permission}")
+
+
+async def resolve_caller_and_namespace(
+    session: AsyncSession, namespace: str, username: str | None
+) -> tuple[User, access.NamespaceRef]:
+    """`ask`'s caller: --user, else the owner named in OWNER/NAME, else the only user."""
+    owner, _, name = namespace.rpartition("/")
+    if username or owner:
+        caller = await users.get_user(session, username or owner)
+    else:
+        everyone = await users.list_users(session)
+        if len(everyone) != 1:
+            raise InvalidInput(
+                "there are several users: name the one whose access applies with --user"
+                if everyone
+                else "no users yet: create one with `datawell users create NAME`"
+            )
+        caller = everyone[0]
+    ref = await access.authorize(session, caller, owner or caller.username, name, access.Permission.READ)
+    return caller, ref
+
+
+def rows_table(rows: list[dict[str, Any]], width: int = 40) -> list[str]:
+    """Rows as aligned text; internal `__` fields are left out."""
+    columns = list(dict.fromkeys(k for row in rows for k in row if not k.startswith("__")))
+    cells = [[("" if row.get(c) is None else str(row.get(c)))[:width] for c in columns] for row in rows]
+    widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in cells]
+    return lines
+
+
+@app.command()
+def ask(
+    question: str,
+    namespace: Annotated[str, typer.Option(help="NAME (the user's own namespace) or OWNER/NAME.")],
+    user: Annotated[
+        str | None, typer.Option(help="Whose access applies (default: the owner in OWNER/NAME, else the only user).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model for this question (a litellm name).")] = None,
+    provider: Annotated[str | None, typer.Option(help="Provider of --model.")] = None,
+) -> None:
+    """Ask a question in plain language: prints the generated query and its rows."""
+
+    async def work(services: Services) -> list[Any]:
+        async with services.db.session() as session:
+            caller, ref = await resolve_caller_and_namespace(session, namespace, user)
+        request = AskRequest(caller, ref, question, choices=StageChoices(default=ModelChoice(model, provider)))
+        return [event async for event in run_nl2ql(services, request)]
+
+    for event in run(work):
+        if isinstance(event, QueryGenerated):
+            typer.echo(event.query)
+            typer.echo("")
+        elif isinstance(event, RowsReady):
+            for line in rows_table(event.rows):
+                typer.echo(line)
+            typer.echo(f"({len(event.rows)} rows{'; cut by the row cap' if event.truncated else ''})")
+        elif isinstance(event, RunFailed):
+            typer.echo(f"error: {event.message}", err=True)
+            raise typer.Exit(1)
+
+
+DEMO_QUESTION = "Which customer spent the most in total, and how much?"
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument(help="The question to ask about the demo data.")] = DEMO_QUESTION,
+    user: Annotated[str, typer.Option(help="The user who owns the demo namespace (created if missing).")] = "demo",
+    model: Annotated[str | None, typer.Option(help="Model for every stage (a litellm name).")] = None,
+    provider: Annotated[str | None, typer.Option(help="Provider of --model.")] = None,
+) -> None:
+    """Load the bundled shop demo (customers, orders) through the real ingestion path, then
+    ask the assistant a question about it and print its plan, steps and answer."""
+    from datawell import demo as demo_data
+    from datawell.graphs.events import AnswerReady, PlanReady, StepFinished
+    from datawell.graphs.runs import run_assistant
+
+    async def work(services: Services) -> None:
+        caller, namespace, report = await demo_data.load(services, user)
+        for line in report:
+            typer.echo(line)
+        typer.echo(f"\nQ: {question}\n")
+        request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
+        async for event in run_assistant(services, request):
+            if isinstance(event, PlanReady):
+                typer.echo("plan:")
+                for number, step in enumerate(event.steps, 1):
+                    typer.echo(f"  {number}. {step}")
+            elif isinstance(event, StepFinished):
+                typer.echo(f"\nstep {event.index}: {event.query or event.error}")
+                for line in rows_table(event.rows[:10]):
+                    typer.echo(f"  {line}")
+            elif isinstance(event, AnswerReady):
+                typer.echo(f"\nA: {event.text}")
+            elif isinstance(event, RunFailed):
+                typer.echo(f"error: {event.message}", err=True)
+                raise typer.Exit(1)
+
+    run(work)
 
 
 def main() -> None:

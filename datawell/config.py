@@ -48,18 +48,24 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = 120.0
     llm_max_retries: int = 2
     embedded_model_enabled: bool = True
+    embedded_model_threads: int = Field(
+        0, ge=0, description="CPU threads for the embedded model; 0 = all cores but one."
+    )
     embeddings_enabled: bool = True
 
     # Query language limits
     query_row_cap: int = 1000
     query_time_limit_seconds: float = 10.0
+    query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
 
     # Assistant budgets
     max_steps: int = 5
     max_rows_per_step: int = 50
     max_tokens_per_run: int = 20000
 
-    web_search_url: str | None = None
+    web_search_url: str | None = Field(None, description="SearXNG-style JSON search endpoint; unset: no web search.")
+    web_search_timeout_seconds: float = 10.0
+    web_search_results: int = 5
 
     # Ingestion
     run_worker_in_process: bool = True

@@ -83,6 +83,13 @@ class BudgetExceeded(DatawellError):
     error_code = "BUDGET_EXCEEDED"
 
 
+class WebSearchError(DatawellError):
+    """The configured web-search provider failed or answered something unusable."""
+
+    status_code = 502
+    error_code = "WEB_SEARCH_ERROR"
+
+
 class IngestionFailed(DatawellError):
     """An uploaded file cannot be ingested; the message says what to fix, with the line or row."""
 

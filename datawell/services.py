@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from datawell.api.auth import TokenAuthority
 from datawell.config import Settings
+from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
@@ -14,6 +15,7 @@ from datawell.storage.db import Database
 from datawell.storage.objects import ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
+from datawell.tools.ql import QueryTools
 
 
 @dataclass
@@ -27,8 +29,11 @@ class Services:
     models: ChatModels
     prompts: PromptLibrary
     objects: ObjectStore
+    query_tools: QueryTools
+    memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
 
     async def close(self) -> None:
+        await self.memory.close()
         await self.vectors.close()
         await self.rows.close()
         await self.db.close()

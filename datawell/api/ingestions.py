@@ -7,18 +7,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from sqlalchemy import delete, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
+from datawell.ontology.links import remove_dataset_links
 from datawell.services import Services
 from datawell.storage import ingestions
 from datawell.storage.access import NamespaceRef, Permission, allows, authorize, permission_of
 from datawell.storage.datasets import DatasetRef, get_dataset
-from datawell.storage.tables import Dataset, Ingestion, Link, Namespace, User
+from datawell.storage.tables import Dataset, Ingestion, Namespace, User
 from datawell.storage.vectors import FIELDS, ROWS
 
 router = Router("ingestions")
@@ -231,12 +231,10 @@ async def clear(request: Request, user: User) -> ClearResponse:
     rows = await services.rows.clear(record)
     vectors = await services.vectors.delete(ROWS, record.id) + await services.vectors.delete(FIELDS, record.id)
     async with services.db.session() as session:
-        links = await session.execute(
-            delete(Link).where(or_(Link.origin_dataset_id == record.id, Link.destination_dataset_id == record.id))
-        )
+        links = await remove_dataset_links(session, record.id)
     return ClearResponse(
         rows_deleted=rows,
         vectors_deleted=vectors,
-        links_deleted=int(links.rowcount or 0),  # type: ignore[attr-defined]
+        links_deleted=links,
         ingestions_cancelled=cancelled,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import models_json_schema
@@ -27,7 +27,7 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], server_url: str, a
     """`mounted` pairs each path prefix with the operations mounted under it."""
     operations = [op for _, ops in mounted for op in ops]
     models = _models(operations)
-    keyed = [(m, "validation") for m in models]
+    keyed: list[tuple[type[BaseModel], Literal["validation"]]] = [(m, "validation") for m in models]
     refs, defs = models_json_schema(keyed, ref_template=REF) if keyed else ({}, {"$defs": {}})
     paths: dict[str, dict[str, Any]] = {}
     for prefix, ops in mounted:

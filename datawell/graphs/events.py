@@ -18,7 +18,7 @@ class RunStarted(BaseModel):
 
 
 class QueryGenerated(BaseModel):
-    """nl2ql: a query passed the checker and is about to run (after `attempts` tries)."""
+    """nl2ql: the query that ran (after `attempts` tries), announced just before its rows."""
 
     type: Literal["query"] = "query"
     query: str

@@ -110,7 +110,7 @@ class SpooledRecords:
                 yield self._batch(records, first)
 
     def _batch(self, records: list[dict[str, Any]], first: int) -> RecordBatch:
-        columns = {f: [r.get(f) for r in records] for f in self.fields}
+        columns: dict[str, Sequence[Any]] = {f: [r.get(f) for r in records] for f in self.fields}
         return RecordBatch(columns, list(range(first, first + len(records))), self.size_in_bytes)
 
 

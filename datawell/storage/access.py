@@ -42,6 +42,19 @@ async def find_namespace(session: AsyncSession, owner: str, name: str) -> Namesp
     return None if row is None else NamespaceRef(id=row[0], owner=row[1], name=name)
 
 
+async def namespace_by_id(session: AsyncSession, namespace_id: str) -> NamespaceRef:
+    row = (
+        await session.execute(
+            select(Namespace.name, User.username)
+            .join(User, User.id == Namespace.owner_id)
+            .where(Namespace.id == namespace_id)
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound(f"namespace {namespace_id} does not exist")
+    return NamespaceRef(id=namespace_id, owner=row[1], name=row[0])
+
+
 async def ensure_namespace(session: AsyncSession, owner: User, name: str) -> NamespaceRef:
     """The caller's namespace, created on first use."""
     check_name("namespace", name)

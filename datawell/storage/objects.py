@@ -1,14 +1,44 @@
-"""The object store: where uploaded files land. `local` (a folder, default) and, with the
-upload work, `s3`. The ingestion worker reads objects only through `download`."""
+"""The object store: where uploaded files land. `local` (a folder, default) and `s3` (any
+S3-compatible store through boto3). The ingestion worker reads objects only through
+`download`; uploads arrive through multipart sessions whose parts the client sends straight
+to presigned URLs, so file bytes never pass through a JSON request."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import json
+import os
 import shutil
+import time
+import uuid
+from collections.abc import AsyncIterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+from urllib.parse import urlencode
 
-from datawell.errors import NotFound
+from datawell.errors import Conflict, Forbidden, InvalidInput, NotFound, SubError
+
+COPY_BUFFER = 1024 * 1024
+WRITE_BUFFER = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StoredPart:
+    """A part the store holds for an open multipart upload."""
+
+    number: int
+    size: int
+    etag: str
+
+
+def normalize_etag(etag: str) -> str:
+    """ETags compare without quotes, weak prefix or case (S3 quotes them, clients vary)."""
+    etag = etag.strip()
+    etag = etag.removeprefix("W/")
+    return etag.strip('"').lower()
 
 
 class ObjectStore(Protocol):
@@ -22,10 +52,47 @@ class ObjectStore(Protocol):
 
     async def delete(self, key: str) -> None: ...
 
+    async def start_multipart(self, key: str) -> str:
+        """Open a multipart upload of `key`; returns its upload id."""
+        ...
+
+    async def part_urls(self, key: str, upload_id: str, sizes: Sequence[int], expires_at: float) -> list[str]:
+        """One presigned PUT URL per part (part numbers from 1), valid until `expires_at` (unix time)."""
+        ...
+
+    async def stored_parts(self, key: str, upload_id: str) -> dict[int, StoredPart]:
+        """The parts uploaded so far, by part number (NotFound if the store has no such upload)."""
+        ...
+
+    async def complete_multipart(self, key: str, upload_id: str, parts: Sequence[StoredPart]) -> None:
+        """Assemble `parts`, in order, into the object `key` and drop the parts."""
+        ...
+
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
+        """Delete every stored part of the upload (no error if there are none)."""
+        ...
+
 
 class LocalObjectStore:
-    def __init__(self, root: Path) -> None:
+    """Objects are files under `root`; parts of open uploads are files under `parts_root`
+    until they are assembled or aborted. The service itself serves the part URLs: each is
+    signed with HMAC-SHA256 over method, key, uploadId, partNumber, the part's exact size
+    and the expiry, so a client can neither reuse a URL for another part nor send more
+    or fewer bytes than were announced."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        signing_key: bytes = b"",
+        part_url_base: str = "",
+        parts_root: Path | None = None,
+    ) -> None:
         self.root = root
+        self.parts_root = parts_root or root.with_name(root.name + "-parts")
+        self.signing_key = signing_key
+        self.part_url_base = part_url_base
+        self.clock = time.time
 
     def path(self, key: str) -> Path:
         path = (self.root / key).resolve()
@@ -52,3 +119,263 @@ class LocalObjectStore:
 
     async def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
+
+    # Multipart
+
+    def upload_dir(self, upload_id: str) -> Path:
+        # Upload ids are ours (hex uuids), but they also arrive in part URLs: refuse anything
+        # that could name a folder outside parts_root before the signature is even checked.
+        if not (upload_id.isascii() and upload_id.isalnum()):
+            raise NotFound(f"no upload {upload_id!r}")
+        return self.parts_root / upload_id
+
+    async def start_multipart(self, key: str) -> str:
+        self.path(key)
+        upload_id = uuid.uuid4().hex
+        self.upload_dir(upload_id).mkdir(parents=True, exist_ok=True)
+        return upload_id
+
+    def signature(self, method: str, key: str, upload_id: str, part_number: int, size: int, expires: int) -> str:
+        # A JSON array keeps the fields apart whatever characters a key holds.
+        message = json.dumps([method, key, upload_id, part_number, size, expires])
+        return hmac.new(self.signing_key, message.encode(), hashlib.sha256).hexdigest()
+
+    async def part_urls(self, key: str, upload_id: str, sizes: Sequence[int], expires_at: float) -> list[str]:
+        expires = int(expires_at)
+        urls = []
+        for number, size in enumerate(sizes, start=1):
+            query = {
+                "key": key,
+                "uploadId": upload_id,
+                "partNumber": number,
+                "size": size,
+                "expires": expires,
+                "signature": self.signature("PUT", key, upload_id, number, size, expires),
+            }
+            urls.append(f"{self.part_url_base}?{urlencode(query)}")
+        return urls
+
+    def verify_part_url(self, query: dict[str, str]) -> tuple[str, str, int, int]:
+        """(key, uploadId, partNumber, size) of a signed part URL; 403 if forged or expired."""
+        try:
+            key, upload_id, signature = query["key"], query["uploadId"], query["signature"]
+            number, size, expires = int(query["partNumber"]), int(query["size"]), int(query["expires"])
+        except (KeyError, ValueError):
+            raise Forbidden(
+                "this is not a signed part URL: use the URLs returned by prepare, unchanged",
+                detail="the query needs key, uploadId, partNumber, size, expires and signature",
+            ) from None
+        expected = self.signature("PUT", key, upload_id, number, size, expires)
+        if not hmac.compare_digest(expected.encode(), signature.encode()):
+            raise Forbidden("the part URL's signature does not match: use the URLs returned by prepare, unchanged")
+        if self.clock() > expires:
+            raise Forbidden(
+                "the part URL has expired: abort this upload and prepare a new one",
+                detail=f"expired at unix time {expires}",
+            )
+        return key, upload_id, number, size
+
+    async def write_part(self, upload_id: str, number: int, size: int, chunks: AsyncIterable[bytes]) -> str:
+        """Store one part from a stream of exactly `size` bytes; returns its ETag. A body of
+        another size stores nothing. A part sent again replaces the earlier one."""
+        folder = self.upload_dir(upload_id)
+        if not folder.is_dir():
+            raise Conflict(f"upload {upload_id} is no longer open")
+        temporary = folder / f".{number}-{uuid.uuid4().hex}"
+        digest = hashlib.md5(usedforsecurity=False)
+        received = 0
+        try:
+            with await asyncio.to_thread(temporary.open, "wb") as file:
+                pending = bytearray()
+                async for chunk in chunks:
+                    received += len(chunk)
+                    if received > size:
+                        break
+                    digest.update(chunk)
+                    pending += chunk
+                    if len(pending) >= WRITE_BUFFER:
+                        await asyncio.to_thread(file.write, pending)
+                        pending.clear()
+                if pending and received <= size:
+                    await asyncio.to_thread(file.write, pending)
+            if received != size:
+                raise part_size_error(number, size, received)
+            etag = digest.hexdigest()
+            # One file per distinct content; the newest wins if a part is sent twice.
+            await asyncio.to_thread(os.replace, temporary, folder / f"{number:05d}.{etag}")
+        except FileNotFoundError:
+            raise Conflict(f"upload {upload_id} was aborted while part {number} was being written") from None
+        finally:
+            temporary.unlink(missing_ok=True)
+        return f'"{etag}"'
+
+    def _part_files(self, upload_id: str) -> dict[int, tuple[Path, StoredPart]]:
+        """The newest file of each part number, with the part it holds."""
+        folder = self.upload_dir(upload_id)
+        if not folder.is_dir():
+            raise NotFound(f"the object store holds no upload {upload_id}")
+        newest: dict[int, tuple[int, Path, StoredPart]] = {}
+        for path in folder.iterdir():
+            if path.name.startswith("."):
+                continue
+            number_text, _, etag = path.name.partition(".")
+            number = int(number_text)
+            stat = path.stat()
+            if number not in newest or stat.st_mtime_ns >= newest[number][0]:
+                newest[number] = (stat.st_mtime_ns, path, StoredPart(number, stat.st_size, f'"{etag}"'))
+        return {number: (path, part) for number, (_, path, part) in newest.items()}
+
+    async def stored_parts(self, key: str, upload_id: str) -> dict[int, StoredPart]:
+        files = await asyncio.to_thread(self._part_files, upload_id)
+        return {number: part for number, (_, part) in files.items()}
+
+    async def complete_multipart(self, key: str, upload_id: str, parts: Sequence[StoredPart]) -> None:
+        await asyncio.to_thread(self._assemble, key, upload_id, parts)
+
+    def _assemble(self, key: str, upload_id: str, parts: Sequence[StoredPart]) -> None:
+        files = self._part_files(upload_id)
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
+        try:
+            # Streamed through one reused buffer: memory stays flat whatever the file size.
+            buffer = bytearray(COPY_BUFFER)
+            view = memoryview(buffer)
+            with temporary.open("wb") as out:
+                for part in parts:
+                    path, stored = files[part.number]
+                    if normalize_etag(stored.etag) != normalize_etag(part.etag):
+                        raise Conflict(f"part {part.number} changed while the upload was being completed")
+                    with path.open("rb", buffering=0) as source:
+                        while read := source.readinto(buffer):
+                            out.write(view[:read])
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+        shutil.rmtree(self.upload_dir(upload_id), ignore_errors=True)
+
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
+        await asyncio.to_thread(shutil.rmtree, self.upload_dir(upload_id), True)
+
+
+def part_size_error(number: int, expected: int, received: int) -> InvalidInput:
+    got = f"more than {expected}" if received > expected else str(received)
+    return InvalidInput(
+        f"part {number} must be exactly {expected} bytes; {got} bytes were sent, nothing was stored",
+        sub_errors=[SubError("wrong_part_size", f"part {number}: expected {expected} bytes, got {got}")],
+    )
+
+
+class S3ObjectStore:
+    """Objects in one bucket of an S3-compatible store. boto3 is synchronous, so every call
+    runs in a worker thread; the client itself is thread-safe."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    @classmethod
+    def connect(cls, bucket: str, *, endpoint_url: str | None, region: str) -> S3ObjectStore:
+        import boto3
+        from botocore.config import Config
+
+        # Path-style addressing works with every S3-compatible store (MinIO, Ceph, moto),
+        # where bucket subdomains often do not resolve; SigV4 is what presigned PUTs need.
+        config = Config(signature_version="s3v4", s3={"addressing_style": "path" if endpoint_url else "auto"})
+        client = boto3.session.Session().client("s3", endpoint_url=endpoint_url, region_name=region, config=config)
+        return cls(client, bucket)
+
+    async def _call(self, method: str, **params: Any) -> Any:
+        return await asyncio.to_thread(getattr(self.client, method), Bucket=self.bucket, **params)
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self._call("put_object", Key=key, Body=data)
+
+    async def download(self, key: str, destination: Path) -> None:
+        try:
+            await self._call("download_file", Key=key, Filename=str(destination))
+        except Exception as exc:
+            raise_not_found(exc, f"no object {key!r}")
+            raise
+
+    async def size(self, key: str) -> int:
+        try:
+            head = await self._call("head_object", Key=key)
+        except Exception as exc:
+            raise_not_found(exc, f"no object {key!r}")
+            raise
+        return int(head["ContentLength"])
+
+    async def delete(self, key: str) -> None:
+        await self._call("delete_object", Key=key)
+
+    async def start_multipart(self, key: str) -> str:
+        created = await self._call("create_multipart_upload", Key=key)
+        return str(created["UploadId"])
+
+    async def part_urls(self, key: str, upload_id: str, sizes: Sequence[int], expires_at: float) -> list[str]:
+        ttl = max(1, int(expires_at - time.time()))
+
+        def presign() -> list[str]:
+            # ContentLength is signed into each URL, so the store itself refuses a part
+            # of another size.
+            return [
+                self.client.generate_presigned_url(
+                    "upload_part",
+                    Params={
+                        "Bucket": self.bucket,
+                        "Key": key,
+                        "UploadId": upload_id,
+                        "PartNumber": number,
+                        "ContentLength": size,
+                    },
+                    ExpiresIn=ttl,
+                    HttpMethod="PUT",
+                )
+                for number, size in enumerate(sizes, start=1)
+            ]
+
+        return await asyncio.to_thread(presign)
+
+    async def stored_parts(self, key: str, upload_id: str) -> dict[int, StoredPart]:
+        def list_all() -> dict[int, StoredPart]:
+            parts: dict[int, StoredPart] = {}
+            pages = self.client.get_paginator("list_parts").paginate(Bucket=self.bucket, Key=key, UploadId=upload_id)
+            for page in pages:
+                for part in page.get("Parts", []):
+                    parts[part["PartNumber"]] = StoredPart(part["PartNumber"], part["Size"], part["ETag"])
+            return parts
+
+        try:
+            return await asyncio.to_thread(list_all)
+        except Exception as exc:
+            raise_not_found(exc, f"the object store holds no upload {upload_id}")
+            raise
+
+    async def complete_multipart(self, key: str, upload_id: str, parts: Sequence[StoredPart]) -> None:
+        await self._call(
+            "complete_multipart_upload",
+            Key=key,
+            UploadId=upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": p.number, "ETag": p.etag} for p in parts]},
+        )
+
+    async def abort_multipart(self, key: str, upload_id: str) -> None:
+        try:
+            await self._call("abort_multipart_upload", Key=key, UploadId=upload_id)
+        except Exception as exc:
+            if error_code(exc) not in {"NoSuchUpload", "404"}:
+                raise
+
+
+def error_code(exc: Exception) -> str | None:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    return str(response.get("Error", {}).get("Code"))
+
+
+def raise_not_found(exc: Exception, message: str) -> None:
+    """Turn the store's "no such thing" answers into NotFound; anything else stays as it is."""
+    if error_code(exc) in {"404", "NoSuchKey", "NoSuchUpload", "NotFound"}:
+        raise NotFound(message) from None

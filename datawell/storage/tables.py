@@ -149,7 +149,8 @@ class Ingestion(Base):
 
 class Link(Base):
     __tablename__ = "links"
-    __table_args__ = (UniqueConstraint("origin", "destination"),)
+    # origin/destination name the namespace but not its owner, so they are unique per namespace only
+    __table_args__ = (UniqueConstraint("namespace_id", "origin", "destination", name="uq_links_namespace_link"),)
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     namespace_id: Mapped[str] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), index=True)
     origin_dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
@@ -165,6 +166,15 @@ class Link(Base):
     model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class LinkVersion(Base):
+    """A counter per namespace, bumped by every change to its links: processes that cache the
+    namespace's link graph compare it to know when to rebuild (`ontology.graph`)."""
+
+    __tablename__ = "link_versions"
+    namespace_id: Mapped[str] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class Conversation(Base):

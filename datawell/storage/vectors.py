@@ -92,6 +92,31 @@ class VectorStore:
         )
         return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in response.points]
 
+    async def nearest(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        limit: int,
+        *,
+        match: dict[str, str],
+        exclude: dict[str, str] | None = None,
+    ) -> list[Hit]:
+        """The nearest points whose payload has every `match` value and none of the `exclude` values
+        (for example the fields of one namespace outside one dataset)."""
+        await self._collection(collection)
+
+        def conditions(values: dict[str, str]) -> list[models.Condition]:
+            return [models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in values.items()]
+
+        response = await self.client.query_points(
+            collection,
+            query=list(vector),
+            query_filter=models.Filter(must=conditions(match), must_not=conditions(exclude or {})),
+            limit=limit,
+            with_payload=True,
+        )
+        return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in response.points]
+
     async def delete(self, collection: str, dataset_id: str, **match: str) -> int:
         """Delete a dataset's points (optionally only those whose payload matches); returns how many."""
         await self._collection(collection)

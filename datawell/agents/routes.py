@@ -1,0 +1,91 @@
+"""The A2A routes, declared like every REST route so they share auth, errors and the OpenAPI
+document: `GET /a2a` (public list), `GET /a2a/{agent}/.well-known/agent-card.json` (public
+card) and `POST /a2a/{agent}` (bearer; JSON-RPC 2.0, SSE when streaming)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from a2a.server.request_handlers.response_helpers import build_error_response
+from a2a.utils.errors import ContentTypeNotSupportedError
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from datawell.agents.cards import agent_card, agent_url, card_json, card_url
+from datawell.agents.registry import AGENTS, agent_named
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel
+from datawell.storage.tables import User
+
+router = Router("a2a")
+
+CARD_CACHE = "public, max-age=300"
+RPC_MEDIA_TYPES = {
+    "application/json": "A JSON-RPC 2.0 response: `result` or `error` (A2A error codes -32001…-32009, JSON-RPC -32600…-32700)",
+    "text/event-stream": "For SendStreamingMessage: SSE whose `data:` lines are JSON-RPC responses, each `result` holding one of `task`, `statusUpdate`, `artifactUpdate`, `message`",
+}
+
+
+class AgentListItem(ApiModel):
+    name: str
+    url: str = Field(description="The agent's JSON-RPC endpoint")
+    agent_card: str = Field(description="Address of the agent's AgentCard")
+
+
+@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True)
+async def list_agents(request: Request) -> list[AgentListItem]:
+    """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
+    base = request.state.services.settings.public_base_url
+    return [AgentListItem(name=s.name, url=agent_url(s, base), agent_card=card_url(s, base)) for s in AGENTS]
+
+
+@router.operation(
+    "GET",
+    "/a2a/{agent}/.well-known/agent-card.json",
+    summary="An agent's AgentCard",
+    public=True,
+    errors=(404,),
+)
+async def read_card(request: Request) -> Response:
+    """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
+    spec = agent_named(request.path_params["agent"])
+    body = card_json(agent_card(spec, request.state.services.settings.public_base_url))
+    etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
+    headers = {"ETag": etag, "Cache-Control": CARD_CACHE}
+    if etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return JSONResponse(body, headers=headers)
+
+
+@router.operation(
+    "POST",
+    "/a2a/{agent}",
+    summary="Call an agent (A2A 1.0 JSON-RPC)",
+    errors=(404,),
+    streams=RPC_MEDIA_TYPES,
+    headers=(("A2A-Version", "Must be `1.0`; without it the call is treated as A2A 0.3 and refused (-32009)"),),
+)
+async def call_agent(request: Request, user: User) -> Response:
+    """JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask, GetExtendedAgentCard, …
+    The namespace goes in `params.message.metadata.namespace`. See docs/a2a.md."""
+    spec = agent_named(request.path_params["agent"])
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        error = ContentTypeNotSupportedError(
+            f"send the JSON-RPC request as application/json (got {media_type or 'none'})"
+        )
+        return JSONResponse(build_error_response(await _request_id(request), error))
+    return await request.app.state.agents.handle(spec.name, request)
+
+
+async def _request_id(request: Request) -> Any:
+    """The JSON-RPC id of a body sent with the wrong content type, when it can be read."""
+    try:
+        body = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    request_id = body.get("id") if isinstance(body, dict) else None
+    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None

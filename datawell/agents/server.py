@@ -1,0 +1,120 @@
+"""The A2A runtime behind the routes: per registered agent, a task store, a request handler
+and a JSON-RPC dispatcher from a2a-sdk.
+
+- The caller is authenticated by the route (`datawell.agents.routes`); `CallerContextBuilder`
+  hands the Datawell user and services to the executors through the SDK's call context, and
+  names the task owner so each user sees only their own tasks.
+- `AgentRequestHandler` checks a message (`GraphExecutor.prepare`) before the SDK creates a
+  task, so a bad request is a JSON-RPC error and leaves no task behind.
+- The agents are stateless over A2A (SPEC.md): `RunningTaskStore` keeps a task only while it
+  runs, so GetTask finds running tasks and nothing else, and CancelTask is unsupported."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from a2a.auth.user import User as A2AUser
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from datawell.agents.cards import agent_card
+from datawell.agents.executor import GraphExecutor
+from datawell.agents.registry import AGENTS
+from datawell.agents.requests import PREPARED, SERVICES, USER
+from datawell.config import Settings
+
+FINISHED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+
+class Caller(A2AUser):
+    def __init__(self, username: str) -> None:
+        self._username = username
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._username
+
+
+class CallerContextBuilder(DefaultServerCallContextBuilder):
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[SERVICES] = request.state.services
+        context.state[USER] = request.scope["user"]
+        return context
+
+    def build_user(self, request: Request) -> A2AUser:
+        return Caller(request.scope["user"].username)
+
+
+class RunningTaskStore(InMemoryTaskStore):
+    """Forgets a task once it finishes: nothing asks for it again, and memory stays flat."""
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        if task.status.state in FINISHED:
+            await self.delete(task.id, context)
+        else:
+            await super().save(task, context)
+
+
+class AgentRequestHandler(DefaultRequestHandler):
+    agent_executor: GraphExecutor
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        context.state[PREPARED] = await self.agent_executor.prepare(params, context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        context.state[PREPARED] = await self.agent_executor.prepare(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        if await self.task_store.get(params.id, context) is None:
+            raise TaskNotFoundError
+        raise UnsupportedOperationError("Datawell agents do not cancel tasks; close the stream to stop reading")
+
+
+class AgentServer:
+    """One handler and dispatcher per agent of the registry, with cards for `public_base_url`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.handlers: dict[str, AgentRequestHandler] = {}
+        self.dispatchers: dict[str, JsonRpcDispatcher] = {}
+        for spec in AGENTS:
+            store = RunningTaskStore()
+            handler = AgentRequestHandler(
+                agent_executor=spec.executor(store),
+                task_store=store,
+                agent_card=agent_card(spec, settings.public_base_url),
+                extended_agent_card=agent_card(spec, settings.public_base_url, extended=True),
+            )
+            self.handlers[spec.name] = handler
+            self.dispatchers[spec.name] = JsonRpcDispatcher(handler, context_builder=CallerContextBuilder())
+
+    async def handle(self, agent: str, request: Request) -> Response:
+        return await self.dispatchers[agent].handle_requests(request)
+
+    async def aclose(self) -> None:
+        for handler in self.handlers.values():
+            await handler.aclose()

@@ -1,0 +1,258 @@
+"""The ontology: link curation by the curator agent, listing and deleting links.
+
+A namespace in a request is either the caller's own (`shop`) or `owner/namespace`
+(`alice/shop`). Curation and deletion need write access to it, listing needs read access."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel
+from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
+from datawell.graphs.curator.graph import curate
+from datawell.graphs.curator.state import CuratorDeps, CuratorState
+from datawell.llm.models import ModelChoice, StageChoices
+from datawell.ontology.links import delete_link, get_link, list_links, set_status
+from datawell.services import Services
+from datawell.storage.access import Permission, allows, authorize, namespace_by_id, permission_of
+from datawell.storage.datasets import get_dataset, list_datasets
+from datawell.storage.tables import Link, User
+
+router = Router("ontology")
+
+NAMESPACE_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}(/[A-Za-z][A-Za-z0-9_-]{0,63})?$"
+Status = Literal["Suggested", "Active"]
+
+
+class CurateLinksRequest(ApiModel):
+    namespace: str = Field(
+        pattern=NAMESPACE_PATTERN,
+        description="Namespace containing the dataset(s) to curate: the caller's own namespace by name, "
+        "or another user's as `owner/namespace`.",
+    )
+    dataset: str | None = Field(
+        None, description="When given, only this dataset is curated; when omitted, all datasets of the namespace."
+    )
+    model: str | None = Field(None, description="LLM model to use")
+    provider: str | None = Field(None, description="LLM provider to use")
+    activate: bool = Field(
+        False,
+        description="When true, curated links are activated (added to the ontology); when false, the links are "
+        "only returned (and kept as suggestions, which do not feed the planners).",
+    )
+
+
+class CuratedLink(ApiModel):
+    origin: str = Field(description="`namespace/dataset.field` (a GeoMatch names `lat,lon`)")
+    destination: str
+    hits: int = Field(description="Distinct values the two fields share (points nearby for a GeoMatch)")
+    match_type: str = Field(description="ExactMatch, NormalizedMatch, FuzzyMatch, SemanticMatch or GeoMatch")
+
+
+class CurateLinksResponse(ApiModel):
+    datasets_processed: int = Field(description="Number of datasets processed")
+    total_selected: int = Field(description="Total links selected by the curator agent")
+    curated_links: list[CuratedLink] | None = Field(None, description="Only present when `activate` is false")
+
+
+class LinkResponse(ApiModel):
+    id: str
+    origin: str
+    destination: str
+    hits: int
+    match_type: str
+    score: float
+    status: str
+    reason: str
+    curated_by: str | None = Field(description="Username of the user whose request curated the link")
+    model: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class LinkList(ApiModel):
+    data: list[LinkResponse]
+
+
+class LinkQuery(ApiModel):
+    status: Status | None = Field(None, description="Only links with this status")
+    dataset: str | None = Field(None, description="Only links from or to this dataset")
+
+
+class LinkUpdate(ApiModel):
+    status: Status
+
+
+def namespace_coordinate(user: User, namespace: str) -> tuple[str, str]:
+    owner, _, name = namespace.rpartition("/")
+    return owner or user.username, name
+
+
+async def usernames(session: AsyncSession, links: list[Link]) -> dict[str, str]:
+    ids = {link.curated_by for link in links if link.curated_by is not None}
+    if not ids:
+        return {}
+    rows = await session.execute(select(User.id, User.username).where(User.id.in_(ids)))
+    return {i: name for i, name in rows.tuples()}
+
+
+def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
+    return LinkResponse(
+        id=link.id,
+        origin=link.origin,
+        destination=link.destination,
+        hits=link.hits,
+        match_type=link.match_type,
+        score=link.score,
+        status=link.status,
+        reason=link.reason,
+        curated_by=names.get(link.curated_by) if link.curated_by is not None else None,
+        model=link.model,
+        created_at=link.created_at,
+        updated_at=link.updated_at,
+    )
+
+
+def curator_deps(services: Services) -> CuratorDeps:
+    return CuratorDeps(
+        db=services.db,
+        rows=services.rows,
+        vectors=services.vectors,
+        embedder=services.embedder,
+        models=services.models,
+        prompts=services.prompts,
+    )
+
+
+@router.operation(
+    "POST",
+    "/ontology/curate-links",
+    summary="Curate links between datasets",
+    body=CurateLinksRequest,
+    response=CurateLinksResponse,
+    errors=(403, 404, 415, 422, 502),
+)
+async def curate_links(request: Request, user: User, body: CurateLinksRequest) -> JSONResponse:
+    """Links curated successfully. Candidates are computed from the data (shared values,
+    near-identical spellings, nearby coordinates, similar names); the curator model selects the
+    meaningful ones. With `activate` true they join the ontology and the response carries only
+    the counts; otherwise they are returned in `curatedLinks` and kept as suggestions."""
+    services: Services = request.state.services
+    owner, name = namespace_coordinate(user, body.namespace)
+    async with services.db.session() as session:
+        namespace = await authorize(session, user, owner, name, Permission.WRITE)
+        datasets = await list_datasets(session, namespace)
+        focus = await get_dataset(session, namespace, body.dataset) if body.dataset is not None else None
+    state = CuratorState(
+        namespace=namespace,
+        datasets=datasets,
+        curator_id=user.id,
+        focus=focus,
+        activate=body.activate,
+        choices=StageChoices(default=ModelChoice(body.model, body.provider)),
+    )
+    result = await curate(curator_deps(services), state)
+    response = CurateLinksResponse(datasets_processed=result.datasets_processed, total_selected=len(result.selected))
+    if not body.activate:
+        response.curated_links = [
+            CuratedLink(
+                origin=str(s.candidate.origin),
+                destination=str(s.candidate.destination),
+                hits=s.candidate.hits,
+                match_type=s.candidate.match_type.value,
+            )
+            for s in result.selected
+        ]
+    return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+async def _list(request: Request, user: User, query: LinkQuery, owner: str, name: str) -> LinkList:
+    services: Services = request.state.services
+    async with services.db.session() as session:
+        namespace = await authorize(session, user, owner, name, Permission.READ)
+        dataset_id = (await get_dataset(session, namespace, query.dataset)).record.id if query.dataset else None
+        links = await list_links(session, namespace.id, status=query.status, dataset_id=dataset_id)
+        names = await usernames(session, links)
+    return LinkList(data=[link_response(link, names) for link in links])
+
+
+@router.operation(
+    "GET",
+    "/ontology/{namespace}/links",
+    summary="List the links of one of the caller's namespaces",
+    query=LinkQuery,
+    response=LinkList,
+    errors=(404, 422),
+)
+async def list_own(request: Request, user: User, query: LinkQuery) -> LinkList:
+    """Lists the links of the caller's namespace, optionally by status and by dataset."""
+    return await _list(request, user, query, user.username, request.path_params["namespace"])
+
+
+@router.operation(
+    "GET",
+    "/ontology/{owner}/{namespace}/links",
+    summary="List the links of a namespace",
+    query=LinkQuery,
+    response=LinkList,
+    errors=(403, 404, 422),
+)
+async def list_any(request: Request, user: User, query: LinkQuery) -> LinkList:
+    """Lists the links of a namespace the caller owns or holds a grant on."""
+    params = request.path_params
+    return await _list(request, user, query, params["owner"], params["namespace"])
+
+
+def link_id(request: Request) -> str:
+    raw = request.path_params["linkId"]
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise InvalidInput(
+            "invalid link id", sub_errors=[SubError("uuid_parsing", f"linkId: {raw!r} is not a UUID")]
+        ) from None
+
+
+async def writable_link(session: AsyncSession, user: User, identifier: str) -> Link:
+    """The link, if the caller may change it: 404 when it does not exist or the caller cannot
+    even read its namespace, 403 when the caller can read but not write it."""
+    link = await get_link(session, identifier)
+    namespace = await namespace_by_id(session, link.namespace_id)
+    held = await permission_of(session, user, namespace)
+    if held is None:
+        raise NotFound(f"link {identifier} does not exist")
+    if not allows(held, Permission.WRITE):
+        raise Forbidden(f"user {user.username!r} has no write access to namespace {namespace}")
+    return link
+
+
+@router.operation(
+    "PATCH",
+    "/ontology/links/{linkId}",
+    summary="Activate or suspend a link",
+    body=LinkUpdate,
+    response=LinkResponse,
+    errors=(403, 404, 415, 422),
+)
+async def update(request: Request, user: User, body: LinkUpdate) -> LinkResponse:
+    """Sets a link's status: `Active` adds a suggestion to the ontology, `Suggested` takes a link
+    out of it without forgetting it."""
+    async with request.state.services.db.session() as session:
+        link = await set_status(session, await writable_link(session, user, link_id(request)), body.status)
+        return link_response(link, await usernames(session, [link]))
+
+
+@router.operation("DELETE", "/ontology/links/{linkId}", summary="Delete a link", status=204, errors=(403, 404, 422))
+async def delete(request: Request, user: User) -> None:
+    """Deletes one link from the ontology (active or suggested)."""
+    async with request.state.services.db.session() as session:
+        await delete_link(session, await writable_link(session, user, link_id(request)))

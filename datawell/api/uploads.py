@@ -1,0 +1,311 @@
+"""Multipart uploads through presigned URLs: prepare, send each part to its URL, then
+complete (which queues the ingestion) or abort. With the local object store the service
+serves the part URLs itself (`PUT /upload/parts`), authenticated by their signature."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from datawell.api.routing import Router
+from datawell.api.schemas import ApiModel
+from datawell.errors import InvalidInput, NotFound, SubError
+from datawell.services import Services
+from datawell.storage.access import Permission, authorize
+from datawell.storage.datasets import DatasetRef, get_dataset
+from datawell.storage.ingestions import enqueue
+from datawell.storage.objects import LocalObjectStore, StoredPart, normalize_etag, part_size_error
+from datawell.storage.tables import Upload, User, utcnow
+from datawell.storage.uploads import (
+    MAX_FILENAME,
+    MAX_PARTS,
+    MAX_SIZE,
+    PART_SIZE,
+    UploadStatus,
+    check_open,
+    create_upload,
+    find_upload,
+    get_upload,
+    move,
+    object_key,
+    part_sizes,
+)
+
+router = Router("uploads")
+
+PART_PATH = "/upload/parts"
+MULTIPART_PATH = "/upload/multipart/{username}/{namespace}/{datasetName}"
+LISTED_PROBLEMS = 100  # sub_errors named one by one; the rest are counted
+
+
+class PrepareRequest(ApiModel):
+    filename: str = Field(min_length=1, max_length=MAX_FILENAME, description="Name of the file to upload.")
+    size: int = Field(ge=1, description=f"File size in bytes; at most {MAX_SIZE} ({MAX_PARTS} parts of {PART_SIZE}).")
+
+
+class PresignedPart(ApiModel):
+    url: str = Field(description="PUT the part's bytes here; part number and upload id are in the query.")
+    size: int = Field(description="Exact size of this part in bytes.")
+
+
+class PrepareResponse(ApiModel):
+    upload_id: str = Field(description="Identifier of the multipart upload session.")
+    key: str = Field(description="Generated object key in object storage.")
+    part_size: int = Field(description="Size of each part in bytes (the last part holds the rest).")
+    presigned_urls: list[PresignedPart] = Field(description="One URL per part, part 1 first; 1 to 10000 of them.")
+    expires_at: datetime = Field(description="When the part URLs stop working.")
+
+
+class AbortRequest(ApiModel):
+    upload_id: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+class AbortResponse(ApiModel):
+    upload_id: str
+    key: str
+    status: str = Field(description="ABORTED")
+
+
+class CompletedPart(ApiModel):
+    part_number: int = Field(ge=1, le=MAX_PARTS)
+    etag: str = Field(min_length=1, description="The ETag header the part's PUT answered with.")
+
+
+class CompleteRequest(ApiModel):
+    upload_id: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+    parts: list[CompletedPart] | None = Field(
+        None, description="Every part with its ETag, checked against what was stored; omit to use what was stored."
+    )
+
+
+class CompleteResponse(ApiModel):
+    id: str = Field(description="Identifier of the ingestion attempt created for the uploaded file.")
+    upload_id: str
+    key: str
+    status: str = Field(description="Status of the new ingestion attempt: QUEUED.")
+
+
+class PartQuery(BaseModel):
+    """The query of a part URL, exactly as prepare returned it (checked by signature, so
+    nothing is validated here: a tampered URL is refused as forged)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    key: str = ""
+    upload_id: str = ""
+    part_number: str = ""
+    size: str = ""
+    expires: str = Field("", description="Unix time after which the URL is refused.")
+    signature: str = Field("", description="HMAC-SHA256 over method, key, uploadId, partNumber, size and expiry.")
+
+
+class PartReceipt(ApiModel):
+    part_number: int
+    size: int
+    etag: str
+
+
+async def writable_dataset(request: Request, session: AsyncSession, user: User) -> DatasetRef:
+    """The dataset of the path, if the caller may write its namespace (the path's username is
+    the namespace's owner): 404 if either does not exist, 403 without write access."""
+    params = request.path_params
+    namespace = await authorize(session, user, params["username"], params["namespace"], Permission.WRITE)
+    return await get_dataset(session, namespace, params["datasetName"])
+
+
+@router.operation(
+    "POST",
+    MULTIPART_PATH + "/prepare",
+    summary="Prepare a multipart upload",
+    body=PrepareRequest,
+    response=PrepareResponse,
+    errors=(403, 404, 415, 422),
+)
+async def prepare(request: Request, user: User, body: PrepareRequest) -> PrepareResponse:
+    """Opens a multipart upload into the dataset and returns one presigned URL per 8 MiB part.
+    PUT each part's bytes to its URL, then call complete (or abort). Needs write access to the
+    namespace; a file larger than 10000 parts is refused with 422."""
+    services: Services = request.state.services
+    async with services.db.session() as session:
+        dataset = await writable_dataset(request, session, user)
+    if body.size > MAX_SIZE:
+        raise InvalidInput(
+            f"the file is too large: the maximum size is {MAX_SIZE} bytes ({MAX_PARTS} parts of {PART_SIZE} bytes)",
+            sub_errors=[SubError("too_large", f"size: {body.size} is more than the maximum of {MAX_SIZE} bytes")],
+        )
+    sizes = part_sizes(body.size)
+    key = object_key(dataset, body.filename)
+    expires_at = utcnow() + timedelta(seconds=services.settings.presign_ttl_seconds)
+    # No transaction stays open while the object store answers (presigning 10000 S3 URLs takes seconds).
+    upload_id = await services.objects.start_multipart(key)
+    urls = await services.objects.part_urls(key, upload_id, sizes, expires_at.timestamp())
+    async with services.db.session() as session:
+        await create_upload(session, dataset, upload_id, key, body.filename, body.size, user, expires_at)
+    return PrepareResponse(
+        upload_id=upload_id,
+        key=key,
+        part_size=PART_SIZE,
+        presigned_urls=[PresignedPart(url=url, size=size) for url, size in zip(urls, sizes, strict=True)],
+        expires_at=expires_at,
+    )
+
+
+@router.operation(
+    "POST",
+    MULTIPART_PATH + "/abort",
+    summary="Abort a multipart upload",
+    body=AbortRequest,
+    response=AbortResponse,
+    errors=(403, 404, 409, 415, 422),
+)
+async def abort(request: Request, user: User, body: AbortRequest) -> AbortResponse:
+    """Aborts an open upload and deletes every part stored so far. 409 if the upload is
+    already completed or aborted."""
+    services: Services = request.state.services
+    async with services.db.session() as session:
+        dataset = await writable_dataset(request, session, user)
+        upload = await get_upload(session, dataset, body.upload_id, body.key)
+        check_open(upload)
+        await move(session, upload, UploadStatus.OPEN, UploadStatus.ABORTED)
+    try:
+        await services.objects.abort_multipart(upload.key, upload.id)
+    except BaseException:
+        # The parts are still there: leave the upload open so the abort can be repeated.
+        async with services.db.session() as session:
+            await move(session, upload, UploadStatus.ABORTED, UploadStatus.OPEN)
+        raise
+    return AbortResponse(upload_id=upload.id, key=upload.key, status=UploadStatus.ABORTED.value)
+
+
+@router.operation(
+    "POST",
+    MULTIPART_PATH + "/complete",
+    summary="Complete a multipart upload and start its ingestion",
+    body=CompleteRequest,
+    response=CompleteResponse,
+    status=202,
+    errors=(403, 404, 409, 415, 422),
+)
+async def complete(request: Request, user: User, body: CompleteRequest) -> CompleteResponse:
+    """Checks that every part is stored with its exact size (and, when `parts` is given, its
+    ETag), assembles the object and queues an ingestion attempt for it. Answers 202 with the
+    ingestion's id; follow it in the dataset's ingestion attempts. 422 names missing or
+    wrong parts (the upload stays open, so they can be sent again); 409 if the upload is not
+    open."""
+    services: Services = request.state.services
+    async with services.db.session() as session:
+        dataset = await writable_dataset(request, session, user)
+        upload = await get_upload(session, dataset, body.upload_id, body.key)
+        check_open(upload)
+        await move(session, upload, UploadStatus.OPEN, UploadStatus.COMPLETING)
+    try:
+        stored = await services.objects.stored_parts(upload.key, upload.id)
+        parts = checked_parts(upload, stored, body.parts)
+        await services.objects.complete_multipart(upload.key, upload.id, parts)
+    except BaseException:
+        async with services.db.session() as session:
+            await move(session, upload, UploadStatus.COMPLETING, UploadStatus.OPEN)
+        raise
+    async with services.db.session() as session:
+        await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
+        ingestion = await enqueue(session, dataset.record, upload.key, upload.filename, upload.size, user)
+    return CompleteResponse(id=ingestion.id, upload_id=upload.id, key=upload.key, status=ingestion.status)
+
+
+def checked_parts(
+    upload: Upload, stored: dict[int, StoredPart], claimed: list[CompletedPart] | None
+) -> list[StoredPart]:
+    """The stored parts 1..N in order, if each is there with its exact size and, when the
+    client listed its parts, the ETag it was given; otherwise a 422 naming every problem."""
+    sizes = part_sizes(upload.size, upload.part_size)
+    problems: list[SubError] = []
+    listed: dict[int, str] | None = None
+    if claimed is not None:
+        listed = {}
+        for index, item in enumerate(claimed):
+            if item.part_number > len(sizes):
+                problems.append(
+                    SubError(
+                        "unknown_part", f"parts.{index}: part {item.part_number} is beyond the last part ({len(sizes)})"
+                    )
+                )
+            elif item.part_number in listed:
+                problems.append(SubError("duplicate_part", f"parts.{index}: part {item.part_number} is listed twice"))
+            listed[item.part_number] = item.etag
+    missing: list[int] = []
+    parts: list[StoredPart] = []
+    for number, expected in enumerate(sizes, start=1):
+        part = stored.get(number)
+        if part is None or (listed is not None and number not in listed):
+            missing.append(number)
+            continue
+        if part.size != expected:
+            problems.append(
+                SubError("wrong_part_size", f"part {number}: stored {part.size} bytes, expected {expected} bytes")
+            )
+        if listed is not None and normalize_etag(listed[number]) != normalize_etag(part.etag):
+            problems.append(
+                SubError("etag_mismatch", f"part {number}: ETag {listed[number]} does not match the stored {part.etag}")
+            )
+        parts.append(part)
+    if not missing and not problems:
+        return parts
+    subs = [SubError("missing_part", f"part {n}: not uploaded ({sizes[n - 1]} bytes expected)") for n in missing]
+    subs += problems
+    if len(subs) > LISTED_PROBLEMS:
+        subs = [*subs[:LISTED_PROBLEMS], SubError("more_problems", f"and {len(subs) - LISTED_PROBLEMS} more")]
+    if missing:
+        message = f"the upload is incomplete: part(s) {number_ranges(missing)} of {len(sizes)} are missing"
+    else:
+        message = "some parts do not match what the upload expects"
+    raise InvalidInput(message, sub_errors=subs)
+
+
+def number_ranges(numbers: list[int]) -> str:
+    """[1, 2, 3, 7] -> '1-3, 7'."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+@router.operation(
+    "PUT",
+    PART_PATH,
+    summary="Upload one part (local object store)",
+    query=PartQuery,
+    response=PartReceipt,
+    public=True,
+    errors=(403, 404, 409, 422),
+)
+async def put_part(request: Request, query: PartQuery) -> JSONResponse:
+    """The presigned part URLs of the local object store point here. The request body is the
+    part's raw bytes, exactly the `size` prepare announced; no bearer token is needed, the
+    URL's signature authenticates it. Answers with the part's ETag (header and body). A
+    forged or expired URL is 403, a body of another size 422; neither stores anything."""
+    services: Services = request.state.services
+    store = services.objects
+    if not isinstance(store, LocalObjectStore):
+        raise NotFound("part URLs are served by the object store, not by this service")
+    key, upload_id, number, size = store.verify_part_url(dict(request.query_params))
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) != size:
+        raise part_size_error(number, size, int(declared))
+    async with services.db.session() as session:
+        upload = await find_upload(session, upload_id)
+        if upload is None or upload.key != key:
+            raise NotFound(f"no upload {upload_id!r} with key {key!r}")
+        check_open(upload)
+    etag = await store.write_part(upload_id, number, size, request.stream())
+    receipt = PartReceipt(part_number=number, size=size, etag=etag)
+    return JSONResponse(receipt.model_dump(mode="json", by_alias=True), headers={"ETag": etag})

@@ -1,0 +1,226 @@
+"""`datawell eval`: run a suite, re-score saved predictions, compare two reports.
+
+Exit codes: 0 the pass rate reached the suite's threshold (or compare found nothing to
+fail on), 1 it did not, 2 the suite or an argument is invalid."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from datawell.app import Overrides, default_models
+from datawell.config import Settings
+from datawell.errors import DatawellError
+from datawell.evals import records, report, runner, scoring, suites
+from datawell.evals.judge import ModelJudge
+from datawell.evals.oracle import oracle_for
+from datawell.evals.suites import Case, Suite, SuiteError
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
+from datawell.prompts import PromptLibrary
+
+eval_app = typer.Typer(help="Prompt evals: run suites, re-score predictions, compare reports.", no_args_is_help=True)
+console = Console(stderr=True)
+
+EXIT_BELOW_THRESHOLD = 1
+EXIT_INVALID = 2
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(EXIT_INVALID)
+
+
+def _load(name: str | Path) -> Suite:
+    try:
+        return suites.load_suite(name)
+    except SuiteError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _judge(judge_model: str | None, prompt_dir: Path | None) -> ModelJudge | None:
+    if not judge_model:
+        return None
+    choices = StageChoices(default=ModelChoice(model=judge_model))
+    return ModelJudge(default_models(Settings()).for_stage("judge", choices), PromptLibrary(prompt_dir))
+
+
+def _select(suite: Suite, case_ids: list[str], tags: list[str]) -> list[Case]:
+    chosen = [
+        c for c in suite.cases if (not case_ids or c.id in case_ids) and (not tags or set(tags) & set(suite.tags(c)))
+    ]
+    unknown = set(case_ids) - {c.id for c in suite.cases}
+    if unknown:
+        raise _fail(f"no cases {sorted(unknown)} in suite {suite.name}")
+    if not chosen:
+        raise _fail("no case matches the given --case/--tag")
+    return chosen
+
+
+def _finish(result: report.Report, out: Path) -> None:
+    json_path, md_path = report.write_report(out, result)
+    for line in report.summary_lines(result):
+        typer.echo(line)
+    typer.echo(f"report: {md_path} and {json_path}")
+    if not result.passed:
+        raise typer.Exit(EXIT_BELOW_THRESHOLD)
+
+
+def _default_out(suite: Suite) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return Path("eval-results") / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', suite.name)}-{stamp}"
+
+
+@eval_app.command("run")
+def run_command(
+    suite_name: Annotated[str, typer.Argument(metavar="SUITE", help="A suite file, or the name of a bundled suite.")],
+    model: Annotated[
+        str | None, typer.Option(help="Model for every stage, as a litellm name (provider/model).")
+    ] = None,
+    provider: Annotated[str | None, typer.Option(help="Provider, when --model does not name it.")] = None,
+    prompt_dir: Annotated[
+        Path | None, typer.Option(help="Load prompts from this folder (missing ones fall back to the bundled).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for predictions and reports.")] = None,
+    scripted: Annotated[
+        bool, typer.Option(help="Answer with the suite's gold values (a plumbing check; no model is called).")
+    ] = False,
+    judge_model: Annotated[str | None, typer.Option(help="Model for llm-judge assertions (off without it).")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Run only cases with this tag (repeatable).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds one case may take.")] = 600.0,
+) -> None:
+    """Run SUITE: predict every case, save the predictions, score them and write a report."""
+    suite = _load(suite_name)
+    if prompt_dir is not None and not prompt_dir.is_dir():
+        raise _fail(f"--prompt-dir {prompt_dir} is not a folder")
+    chosen = _select(suite, case or [], tag or [])
+    out = out or _default_out(suite)
+    overrides = Overrides(
+        models=FixedChatModels(oracle_for(suite)) if scripted else None,
+        embedder=HashingEmbedder() if scripted else None,
+        prompts=PromptLibrary(prompt_dir.resolve()) if prompt_dir else None,
+    )
+    choices = StageChoices(default=ModelChoice(model=model, provider=provider))
+    info = records.RunInfo(
+        suite=suite.name,
+        suite_path=str(suite.path or suite_name),
+        kind=suite.kind,
+        model=choices.default.litellm_name(),
+        prompt_dir=str(prompt_dir) if prompt_dir else None,
+        scripted=scripted,
+        threshold=suite.threshold,
+        started_at=datetime.now(UTC),
+    )
+    judge = _judge(judge_model, prompt_dir)
+    targets = runner.default_targets()
+
+    async def work() -> report.Report:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=console,
+        ) as progress:
+            task = progress.add_task(f"{suite.name}: loading fixtures", total=len(chosen), last="")
+
+            def done(case: Case, prediction: records.Prediction) -> None:
+                status = prediction.error.code if prediction.error else "ok"
+                progress.update(task, advance=1, description=suite.name, last=f"{case.id}: {status}")
+
+            predictions = await runner.predict(
+                suite,
+                out,
+                targets=targets,
+                overrides=overrides,
+                choices=choices,
+                info=info,
+                on_case=done,
+                timeout=timeout,
+                cases=chosen,
+            )
+        results = await scoring.score_all(_subset(suite, chosen), predictions, judge)
+        return report.build_report(records.read_run(out), suite.threshold, results)
+
+    try:
+        result = asyncio.run(work())
+    except (SuiteError, DatawellError) as exc:
+        raise _fail(str(exc)) from None
+    _finish(result, out)
+
+
+def _subset(suite: Suite, cases: list[Case]) -> Suite:
+    return suite if len(cases) == len(suite.cases) else suite.model_copy(update={"cases": cases})
+
+
+@eval_app.command("score")
+def score_command(
+    predictions: Annotated[Path, typer.Argument(help="A run folder (or its predictions.jsonl).")],
+    suite_name: Annotated[
+        str | None, typer.Option("--suite", help="Score against this suite (default: the one the run used).")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option(help="Model for llm-judge assertions (off without it).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for the report (default: the run folder).")] = None,
+) -> None:
+    """Score saved predictions again, without calling the model.
+
+    For after a change to assertions or gold values. Only a judge model (when given) is
+    called; gold queries changed since the run are run on a freshly loaded fixture store."""
+    folder = predictions if predictions.is_dir() else predictions.parent
+    if not (folder / records.RUN_FILE).is_file():
+        raise _fail(f"{folder} has no {records.RUN_FILE}: give a folder written by `datawell eval run`")
+    info = records.read_run(folder)
+    suite = _load(suite_name or info.suite_path)
+    saved = records.read_predictions(predictions)
+    ran = {p.case_id for p in saved}
+    suite = _subset(suite, [c for c in suite.cases if c.id in ran])
+    judge = _judge(judge_model, Path(info.prompt_dir) if info.prompt_dir else None)
+
+    async def work() -> list[scoring.CaseResult]:
+        if not scoring.missing_gold_queries(suite, saved):
+            return await scoring.score_all(suite, saved, judge)
+        overrides = Overrides(embedder=HashingEmbedder() if info.scripted else None)
+        async with runner.gold_store(suite, runner.default_targets(), overrides) as fallback:
+            return await scoring.score_all(suite, saved, judge, fallback)
+
+    try:
+        results = asyncio.run(work())
+    except (SuiteError, DatawellError) as exc:
+        raise _fail(str(exc)) from None
+    _finish(report.build_report(info, suite.threshold, results), out or folder)
+
+
+@eval_app.command("compare")
+def compare_command(
+    a: Annotated[Path, typer.Argument(help="The earlier report (run folder or report.json).")],
+    b: Annotated[Path, typer.Argument(help="The later report.")],
+    fail_on_regression: Annotated[bool, typer.Option(help="Exit 1 when a case that passed in A fails in B.")] = False,
+) -> None:
+    """Show per-case differences between two reports of the same suite."""
+    try:
+        first, second = report.read_report(a), report.read_report(b)
+    except (OSError, ValueError) as exc:
+        raise _fail(f"cannot read a report: {exc}") from None
+    if first.run.suite != second.run.suite:
+        typer.echo(f"note: comparing different suites ({first.run.suite} and {second.run.suite})", err=True)
+    comparison = report.compare(first, second, str(a), str(b))
+    typer.echo(report.render_comparison(comparison), nl=False)
+    if fail_on_regression and comparison.regressions:
+        raise typer.Exit(EXIT_BELOW_THRESHOLD)
+
+
+@eval_app.command("list")
+def list_command() -> None:
+    """List the bundled suites."""
+    for path in suites.bundled_suites():
+        suite = _load(path)
+        typer.echo(f"{path.stem}\t{suite.kind}\t{len(suite.cases)} cases\t{suite.description}")

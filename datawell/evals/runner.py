@@ -1,0 +1,253 @@
+"""Prediction: run every case of a suite against a fresh store and save what came out.
+
+Each case's output, events, latency and token use are appended to `predictions.jsonl` as
+the case finishes, with the results of its gold queries run on the same store, so scoring
+never needs the model or the store again. What the runner calls is a `Targets`: the graph
+runs of `datawell.graphs.runs` by default, fakes in tests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from langchain_core.callbacks import get_usage_metadata_callback
+from pydantic import BaseModel
+
+from datawell.app import Overrides, build_services
+from datawell.config import Settings
+from datawell.errors import DatawellError
+from datawell.evals.fixtures import FixtureStore, load_fixtures
+from datawell.evals.records import (
+    PREDICTIONS_FILE,
+    ErrorInfo,
+    GoldResult,
+    PredictedLink,
+    Prediction,
+    RunInfo,
+    TokenUsage,
+    append_prediction,
+    write_run,
+)
+from datawell.evals.scoring import gold_queries
+from datawell.evals.suites import Case, Suite
+from datawell.graphs.events import AnswerDelta, AnswerReady, GraphEvent, QueryGenerated, RowsReady, RunFailed
+from datawell.graphs.runs import AskRequest
+from datawell.llm.models import StageChoices
+from datawell.services import Services
+from datawell.storage.access import NamespaceRef
+from datawell.storage.tables import User
+from datawell.tools.ql import QueryResult
+
+log = logging.getLogger(__name__)
+
+GraphRun = Callable[[Services, AskRequest], AsyncIterator[GraphEvent]]
+
+
+class QueryRunner(Protocol):
+    async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult: ...
+
+
+@dataclass(frozen=True)
+class CurateRequest:
+    user: User
+    namespace: NamespaceRef
+    dataset: str | None
+    choices: StageChoices
+
+
+CuratorRun = Callable[[Services, CurateRequest], Awaitable[list[PredictedLink]]]
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What an eval run calls: the two graph runs, the curator, and the query tools that run
+    gold queries."""
+
+    nl2ql: GraphRun
+    assistant: GraphRun
+    curator: CuratorRun
+    query_tools: Callable[[Services], QueryRunner]
+
+
+def default_targets() -> Targets:
+    from datawell.evals import wiring
+
+    return wiring.targets()
+
+
+@asynccontextmanager
+async def eval_services(overrides: Overrides, folder: Path | None = None) -> AsyncIterator[Services]:
+    """Services over a fresh, empty store in a temporary folder (never the user's data);
+    models, keys and limits come from the environment as usual."""
+    own = folder is None
+    folder = folder or Path(tempfile.mkdtemp(prefix="datawell-eval-"))
+    settings = Settings(
+        data_dir=folder,
+        database_url=None,
+        rows_database_url=None,
+        qdrant_url=None,
+        run_worker_in_process=False,
+    )
+    services = await build_services(settings, overrides)
+    try:
+        yield services
+    finally:
+        await services.close()
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _dump(event: BaseModel) -> dict[str, Any]:
+    return event.model_dump(mode="json")
+
+
+def _tokens(usage: dict[str, Any]) -> TokenUsage | None:
+    if not usage:
+        return None
+    return TokenUsage(
+        input=sum(int(u.get("input_tokens", 0)) for u in usage.values()),
+        output=sum(int(u.get("output_tokens", 0)) for u in usage.values()),
+        total=sum(int(u.get("total_tokens", 0)) for u in usage.values()),
+    )
+
+
+def apply_event(prediction: Prediction, event: BaseModel, answer_parts: list[str]) -> None:
+    """Fold one graph event into the prediction (answer deltas are kept as text, not events)."""
+    if isinstance(event, AnswerDelta):
+        answer_parts.append(event.text)
+        return
+    prediction.events.append(_dump(event))
+    if isinstance(event, QueryGenerated):
+        prediction.query = event.query
+        prediction.repairs = max(0, event.attempts - 1)
+    elif isinstance(event, RowsReady):
+        prediction.query = event.query
+        prediction.rows = event.rows
+    elif isinstance(event, AnswerReady):
+        prediction.answer = event.text
+    elif isinstance(event, RunFailed):
+        prediction.error = ErrorInfo(code=event.error_code, message=event.message)
+
+
+async def run_gold(tools: QueryRunner, store: FixtureStore, namespace: str, query: str) -> GoldResult:
+    try:
+        result = await tools.run(store.user, store.namespace(namespace), query)
+    except DatawellError as exc:
+        details = "; ".join(s.message for s in exc.sub_errors)
+        return GoldResult(query=query, error=f"{exc.message}{': ' + details if details else ''}")
+    return GoldResult(query=query, rows=result.rows)
+
+
+async def predict_case(
+    suite: Suite,
+    case: Case,
+    services: Services,
+    store: FixtureStore,
+    targets: Targets,
+    tools: QueryRunner,
+    choices: StageChoices,
+    timeout: float,
+) -> Prediction:
+    namespace_name = case.vars.namespace or suite.fixtures[0]
+    namespace = store.namespace(namespace_name)
+    prediction = Prediction(case_id=case.id, kind=suite.kind, question=case.vars.question, namespace=str(namespace))
+    answer_parts: list[str] = []
+    started = time.perf_counter()
+    with get_usage_metadata_callback() as usage:
+        try:
+            async with asyncio.timeout(timeout):
+                if suite.kind == "curator":
+                    request = CurateRequest(store.user, namespace, case.vars.dataset, choices)
+                    prediction.links = await targets.curator(services, request)
+                else:
+                    ask = AskRequest(
+                        user=store.user,
+                        namespace=namespace,
+                        question=case.vars.question,
+                        choices=choices,
+                        helper_prompt=case.vars.helper_prompt,
+                    )
+                    run = targets.nl2ql if suite.kind == "nl2ql" else targets.assistant
+                    async for event in run(services, ask):
+                        apply_event(prediction, event, answer_parts)
+        except DatawellError as exc:
+            prediction.error = ErrorInfo(code=exc.error_code, message=exc.message)
+        except TimeoutError:
+            prediction.error = ErrorInfo(code="TIMEOUT", message=f"no result within {timeout:g} s")
+        except Exception as exc:  # one broken case must not lose the others' predictions
+            log.exception("case %s failed", case.id)
+            prediction.error = ErrorInfo(code="EXCEPTION", message=f"{type(exc).__name__}: {exc}")
+    prediction.latency_ms = (time.perf_counter() - started) * 1000
+    prediction.tokens = _tokens(dict(usage.usage_metadata))
+    if prediction.answer is None and answer_parts:
+        prediction.answer = "".join(answer_parts)
+    for query in gold_queries(suite, case):
+        prediction.gold.append(await run_gold(tools, store, namespace_name, query))
+    return prediction
+
+
+async def predict(
+    suite: Suite,
+    out_dir: Path,
+    *,
+    targets: Targets,
+    overrides: Overrides,
+    choices: StageChoices | None = None,
+    info: RunInfo | None = None,
+    on_case: Callable[[Case, Prediction], None] | None = None,
+    timeout: float = 600.0,
+    cases: list[Case] | None = None,
+) -> list[Prediction]:
+    """Load the suite's fixtures into a fresh store and predict every case into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / PREDICTIONS_FILE).write_text("", encoding="utf-8")
+    info = info or RunInfo(
+        suite=suite.name,
+        suite_path=str(suite.path or ""),
+        kind=suite.kind,
+        threshold=suite.threshold,
+        started_at=datetime.now(UTC),
+    )
+    chosen = cases if cases is not None else suite.cases
+    info.cases = len(chosen)
+    write_run(out_dir, info)
+    predictions = []
+    async with eval_services(overrides) as services:
+        store = await load_fixtures(services, suite)
+        tools = targets.query_tools(services)
+        for case in chosen:
+            prediction = await predict_case(
+                suite, case, services, store, targets, tools, choices or StageChoices(), timeout
+            )
+            append_prediction(out_dir, prediction)
+            predictions.append(prediction)
+            if on_case is not None:
+                on_case(case, prediction)
+    info.finished_at = datetime.now(UTC)
+    write_run(out_dir, info)
+    return predictions
+
+
+@asynccontextmanager
+async def gold_store(
+    suite: Suite, targets: Targets, overrides: Overrides
+) -> AsyncIterator[Callable[[Case, str], Awaitable[GoldResult]]]:
+    """Runs gold queries on a freshly loaded fixture store, for re-scoring after a suite's gold
+    query changed. No model is called."""
+    async with eval_services(overrides) as services:
+        store = await load_fixtures(services, suite)
+        tools = targets.query_tools(services)
+
+        async def run(case: Case, query: str) -> GoldResult:
+            return await run_gold(tools, store, case.vars.namespace or suite.fixtures[0], query)
+
+        yield run

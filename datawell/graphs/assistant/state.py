@@ -1,0 +1,96 @@
+"""State of the assistant graph. The state is plain data because it is checkpointed: a
+conversation's turns accumulate in it across runs (thread id = conversation id). The caller,
+namespace, model choices, helper prompt and caller context are the run's context, so they
+never persist and apply only to the turn they were sent with."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from datawell.graphs.nl2ql.state import QueryContext
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class CallerTurn(_Wire):
+    text: str
+    agent_name: str = ""
+
+
+class CallerFact(_Wire):
+    label: str
+    value: str
+    source: str = ""
+
+
+class CallerContext(_Wire):
+    """Background a caller established elsewhere; rendered into prompts, never widens access."""
+
+    turns: list[CallerTurn] = Field(default_factory=list)
+    facts: list[CallerFact] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AssistantContext(QueryContext):
+    caller_context: CallerContext | None = None
+    web_search: bool = False  # a provider is configured and the request did not turn it off
+
+
+class PlannedStep(TypedDict):
+    instruction: str
+    kind: Literal["data", "web"]
+    search: str  # the web search's words (web steps only)
+
+
+class StepResult(TypedDict):
+    index: int  # 1-based
+    instruction: str
+    kind: Literal["data", "web"]
+    query: str
+    reasoning: str
+    rows: list[dict[str, Any]]
+    truncated: bool
+    error: str
+
+
+class Turn(TypedDict):
+    """One question and answer of the conversation, kept for the following turns."""
+
+    question: str
+    answer: str
+    steps: list[str]  # instruction and query of each step, as text
+
+
+class AssistantInput(TypedDict):
+    question: str
+
+
+class AssistantState(TypedDict, total=False):
+    question: str
+    catalog: str
+    links: str
+    summary: str  # the plan in a sentence or two
+    plan: list[PlannedStep]
+    results: list[StepResult]
+    notes: list[str]  # budgets that stopped or trimmed this turn; the answer says so
+    tokens: int
+    answer: str
+    turns: Annotated[list[Turn], operator.add]
+
+
+class PlanOutput(BaseModel):
+    """The steps that answer the question, each one query over the datasets."""
+
+    summary: str = Field(description="One or two sentences: how the steps answer the question.")
+    steps: list[str] = Field(
+        default_factory=list,
+        description="Instructions for a query writer, one query each: the tables, columns, filters and joins to use.",
+    )
+    web_search: str = Field("", description="Words to search the web for, when allowed and needed; else empty.")

@@ -1,0 +1,125 @@
+"""The curator's nodes: find candidates in the data, let the model select, store the result."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+
+from datawell.errors import ModelError
+from datawell.graphs.curator.state import CuratorDeps, CuratorState, LinkSelection, Selection
+from datawell.graphs.structured import ask_structured
+from datawell.ontology.candidates import Candidate, find_candidates
+from datawell.ontology.links import ACTIVE, SUGGESTED, NewLink, drop_suggested, save_links
+from datawell.storage.datasets import DatasetRef
+
+log = logging.getLogger(__name__)
+
+
+async def find(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
+    candidates = await find_candidates(
+        deps.rows,
+        deps.vectors,
+        deps.embedder,
+        state.datasets,
+        focus=state.focus.record.id if state.focus is not None else None,
+        options=deps.options,
+    )
+    return {"candidates": candidates[: deps.max_candidates]}
+
+
+def after_find(state: CuratorState) -> Literal["select", "store"]:
+    return "select" if state.candidates else "store"
+
+
+def model_label(model: BaseChatModel, state: CuratorState) -> str:
+    """The model's name as recorded on the links it curated."""
+    chosen = state.choices.for_stage("curate").litellm_name()
+    named = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return chosen or (named if isinstance(named, str) else None) or model._llm_type
+
+
+def render_datasets(datasets: Sequence[DatasetRef], candidates: Sequence[Candidate]) -> str:
+    involved = {c.origin_dataset_id for c in candidates} | {c.destination_dataset_id for c in candidates}
+    lines = []
+    for dataset in datasets:
+        if dataset.record.id not in involved:
+            continue
+        record = dataset.record
+        fields = "; ".join(
+            f"{name} ({record.field_types.get(name, 'text')}): {description}"
+            for name, description in record.schema_definition.items()
+        )
+        lines.append(f"- {dataset.name}: {record.description or '(no description)'}\n  fields: {fields}")
+    return "\n".join(lines)
+
+
+def render_candidate(label: str, candidate: Candidate) -> str:
+    examples = f"\n  examples: {', '.join(candidate.samples)}" if candidate.samples else ""
+    return (
+        f"{label} [{candidate.match_type.value}] {candidate.origin} -> {candidate.destination}"
+        f" (hits {candidate.hits}, score {candidate.score:.2f})\n  evidence: {candidate.evidence}{examples}"
+    )
+
+
+async def select(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
+    """Ask the model about the candidates in batches; keep what it selects, with its reason."""
+    model = deps.models.for_stage("curate", state.choices)
+    prompt = deps.prompts.get("curate_links")
+    labelled = [(f"L{i}", c) for i, c in enumerate(state.candidates, start=1)]
+    selected: list[Selection] = []
+    for start in range(0, len(labelled), deps.batch_size):
+        batch = labelled[start : start + deps.batch_size]
+        messages = prompt.render(
+            namespace=str(state.namespace),
+            datasets=render_datasets(state.datasets, [c for _, c in batch]),
+            candidates="\n".join(render_candidate(label, c) for label, c in batch),
+        )
+        try:
+            answer = await ask_structured(model, LinkSelection, messages)
+        except Exception as exc:  # a provider failure of any kind is the model's failure
+            raise ModelError("the curator model failed", detail=str(exc)) from exc
+        if answer.parsed is None:
+            raise ModelError("the curator model did not return a selection", detail=answer.problem)
+        chosen_links = answer.parsed.selected
+        by_label = dict(batch)
+        for chosen in chosen_links:
+            candidate = by_label.pop(chosen.id.strip(), None)
+            if candidate is None:
+                log.info("curator model chose %r, which is not a candidate of this batch", chosen.id)
+                continue
+            selected.append(Selection(candidate, chosen.reason.strip()))
+    return {"selected": selected, "model_name": model_label(model, state)}
+
+
+async def store(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
+    """Activate the selection, or keep it as suggestions (replacing earlier suggestions for the
+    curated datasets; active links are never demoted)."""
+    links = [
+        NewLink(
+            origin=str(s.candidate.origin),
+            destination=str(s.candidate.destination),
+            origin_dataset_id=s.candidate.origin_dataset_id,
+            destination_dataset_id=s.candidate.destination_dataset_id,
+            match_type=s.candidate.match_type,
+            hits=s.candidate.hits,
+            score=s.candidate.score,
+            reason=s.reason,
+        )
+        for s in state.selected
+    ]
+    async with deps.db.session() as session:
+        if not state.activate:
+            await drop_suggested(session, state.namespace.id, [d.record.id for d in state.curated])
+        if links:
+            await save_links(
+                session,
+                state.namespace.id,
+                links,
+                status=ACTIVE if state.activate else SUGGESTED,
+                curated_by=state.curator_id,
+                model=state.model_name,
+            )
+    return {}

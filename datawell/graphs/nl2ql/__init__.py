@@ -1,0 +1,1 @@
+"""nl2ql: catalog → generate → check → (repair, bounded) → run → rows."""

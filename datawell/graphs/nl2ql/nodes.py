@@ -1,0 +1,169 @@
+"""Nodes of the nl2ql graph. Each is an async function of the state, the run's context and
+the graph's dependencies, returning a partial state; routers return the next node's name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from langchain_core.messages import BaseMessage
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+
+from datawell.errors import QueryError
+from datawell.graphs.events import QueryGenerated, RowsReady, emit
+from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState
+from datawell.graphs.structured import ask_structured
+from datawell.llm.models import ChatModels
+from datawell.ontology.links import active_links
+from datawell.prompts import PromptLibrary
+from datawell.storage.access import NamespaceRef
+from datawell.storage.db import Database
+from datawell.storage.tables import User
+from datawell.tools.catalog import Catalog
+from datawell.tools.ql import QueryTools
+
+NO_LINKS = "(none)"
+DONE = cast(Literal["__end__"], END)
+
+
+@dataclass(frozen=True)
+class QueryDeps:
+    tools: QueryTools
+    models: ChatModels
+    prompts: PromptLibrary
+    db: Database
+    max_attempts: int = 3
+    dialect: str = "SQLite"  # whose date functions the model is told to use
+
+
+def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
+    """Active links as joins between tables named as queries name them. Links to datasets
+    the caller cannot read are left out: the catalog is what this caller may see."""
+    tables = {(t.namespace.name, t.name.rsplit(".", 1)[-1]): t.name for t in catalog.tables}
+
+    def column(end: str) -> str | None:
+        namespace, _, rest = end.partition("/")
+        dataset, _, field = rest.rpartition(".")
+        table = tables.get((namespace, dataset))
+        return f"{table}.{field}" if table and field else None
+
+    lines = []
+    for origin, destination, match_type, hits in links:
+        left, right = column(origin), column(destination)
+        if left and right:
+            lines.append(f"- {left} = {right} ({match_type}, {hits} matching values)")
+    return "\n".join(lines) or NO_LINKS
+
+
+async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef) -> tuple[str, str]:
+    """The catalog and its joins as prompt text, for this caller."""
+    catalog = await deps.tools.catalog(user, namespace)
+    async with deps.db.session() as session:
+        links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
+    text = catalog.render() if catalog.tables else f"(namespace {namespace} has no datasets yet)"
+    return text, render_links(catalog, links)
+
+
+def helper_block(helper_prompt: str) -> str:
+    return f"\nAdditional instructions from the caller:\n{helper_prompt.strip()}" if helper_prompt.strip() else ""
+
+
+def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") -> str:
+    lines = [f"Your previous query was:\n{query}", f"{what}: {exc.message}"]
+    lines += [f"- {s.message}" for s in exc.sub_errors]
+    if exc.detail:
+        lines.append(exc.detail)
+    lines.append("Write a corrected query that follows the rules.")
+    return "\n".join(lines)
+
+
+async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    if state.get("catalog"):
+        return {}
+    text, links = await describe(deps, runtime.context.user, runtime.context.namespace)
+    return {"catalog": text, "links": links}
+
+
+async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    spent = state.get("tokens", 0)
+    budget = state.get("token_budget", 0)
+    attempts = state.get("attempts", 0)
+    if budget and spent >= budget:
+        return {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"}
+    feedback = state.get("feedback", "")
+    messages: list[BaseMessage] = deps.prompts.get("nl2ql_generate").render(
+        dialect=deps.dialect,
+        helper_prompt=helper_block(runtime.context.helper_prompt),
+        catalog=state.get("catalog", ""),
+        links=state.get("links", NO_LINKS),
+        context=f"\n{state['context'].strip()}\n" if state.get("context", "").strip() else "",
+        question=state["question"],
+        feedback=f"\n{feedback}" if feedback else "",
+    )
+    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages)
+    attempts += 1
+    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens}
+    draft = reply.parsed
+    if draft is None or not (draft.query.strip() or draft.refusal.strip()):
+        update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
+        update["draft"] = ""
+        return update | _give_up_if_spent(attempts, deps, update["feedback"])
+    if not draft.query.strip():
+        return update | {"refusal": draft.refusal.strip(), "reasoning": draft.reasoning}
+    return update | {"draft": draft.query.strip(), "reasoning": draft.reasoning, "feedback": ""}
+
+
+def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
+    if attempts < deps.max_attempts:
+        return {}
+    return {"error": f"no valid query after {attempts} attempt(s); the last problem: {feedback}"}
+
+
+async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    context = runtime.context
+    try:
+        await deps.tools.check(context.user, context.namespace, state["draft"])
+    except QueryError as exc:
+        feedback = failure_feedback(state["draft"], exc)
+        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+    return {}
+
+
+async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    context = runtime.context
+    query = state["draft"]
+    try:
+        result = await deps.tools.run(context.user, context.namespace, query)
+    except QueryError as exc:
+        # Run-time failures (a type mismatch the checker could not see, the time limit)
+        # get the same bounded repair as refusals.
+        feedback = failure_feedback(query, exc, "It failed when it ran")
+        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+    # Announced once the query has run, so a repaired run-time failure never announces
+    # two queries: consumers see exactly one QueryGenerated before its RowsReady.
+    emit(QueryGenerated(query=result.query, reasoning=state.get("reasoning", ""), attempts=state.get("attempts", 1)))
+    emit(RowsReady(query=result.query, rows=result.rows, truncated=result.truncated))
+    return {"query": result.query, "rows": result.rows, "truncated": result.truncated, "feedback": ""}
+
+
+def _summary(exc: QueryError) -> str:
+    return "; ".join([exc.message, *(s.message for s in exc.sub_errors)])
+
+
+def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]:
+    if state.get("error") or state.get("refusal"):
+        return DONE
+    return "check" if state.get("draft") else "generate"
+
+
+def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
+    if state.get("error"):
+        return DONE
+    return "generate" if state.get("feedback") else "run"
+
+
+def after_run(state: QueryState) -> Literal["generate", "__end__"]:
+    if state.get("error") or not state.get("feedback"):
+        return DONE
+    return "generate"

@@ -1,0 +1,57 @@
+"""State of the nl2ql graph: a narrow input, a richer internal state, and what the model
+returns. Everything in the state is plain data (it may sit in a checkpoint); the caller,
+namespace and model choices arrive as the run's context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from pydantic import BaseModel, Field
+
+from datawell.llm.models import StageChoices
+from datawell.storage.access import NamespaceRef
+from datawell.storage.tables import User
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """Who asks, where, with which models: the data access of every query is this user's."""
+
+    user: User
+    namespace: NamespaceRef
+    choices: StageChoices = field(default_factory=StageChoices)
+    helper_prompt: str = ""
+
+
+class QueryInput(TypedDict, total=False):
+    question: str
+    # Background for the question: for an assistant step, the user's question and what
+    # earlier steps found.
+    context: str
+    # The catalog and joins as prompt text; the catalog node fills them when not given.
+    catalog: str
+    links: str
+    # Tokens this run may still spend; 0 means no limit.
+    token_budget: int
+
+
+class QueryState(QueryInput, total=False):
+    attempts: int
+    draft: str  # the query of the latest attempt
+    reasoning: str
+    feedback: str  # why the latest attempt failed, for the next one
+    query: str  # the query that ran
+    rows: list[dict[str, Any]]
+    truncated: bool
+    refusal: str  # the model's reason the datasets cannot answer
+    error: str  # why the run gave up
+    tokens: int
+
+
+class QueryDraft(BaseModel):
+    """Answer the question with one query, or refuse when the datasets cannot answer it."""
+
+    reasoning: str = Field(description="One or two sentences: which tables and columns answer the question, and how.")
+    query: str = Field("", description="Exactly one SELECT statement; empty when refusing.")
+    refusal: str = Field("", description="Why the datasets cannot answer the question; empty when giving a query.")

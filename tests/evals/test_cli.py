@@ -1,0 +1,154 @@
+"""`datawell eval run | score | compare` as a user runs them: files written, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from datawell.cli import app
+from datawell.evals import runner
+from tests.evals import fakes
+from tests.evals.conftest import write_suite
+
+SUITE = """
+name: cli-mini
+kind: nl2ql
+fixtures: [retail]
+threshold: 0.75
+cases:
+  - id: count
+    vars: {question: "How many orders?"}
+    expected: {query: "SELECT COUNT(*) FROM orders"}
+    tags: [aggregate]
+    difficulty: easy
+  - id: germany
+    vars: {question: "Customers in Germany?"}
+    expected: {query: "SELECT name FROM customers WHERE country = 'Germany'"}
+    tags: [filter]
+  - id: refuse
+    vars: {question: "Delete everything."}
+    expected: {refuse: true}
+    tags: [refuse]
+    difficulty: easy
+"""
+
+GOOD = {
+    "How many orders?": "SELECT COUNT(*) AS n FROM orders",
+    "Customers in Germany?": "SELECT name FROM customers WHERE country = 'Germany'",
+}
+WORSE = {**GOOD, "Customers in Germany?": "SELECT name FROM customers WHERE country = 'France'"}
+
+
+def use_answers(monkeypatch: pytest.MonkeyPatch, answers: dict[str, str | None]) -> None:
+    monkeypatch.setattr(runner, "default_targets", lambda: fakes.targets(nl2ql=fakes.scripted_nl2ql(answers)))
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["eval", *args])
+
+
+def test_run_writes_predictions_and_reports_and_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_answers(monkeypatch, GOOD)
+    suite = write_suite(tmp_path, SUITE)
+    result = invoke("run", str(suite), "--out", str(tmp_path / "a"))
+    assert result.exit_code == 0, result.output
+    assert "cli-mini: 3/3 passed, pass rate 100.0% ± 0.0" in result.output
+    for name in ("predictions.jsonl", "run.json", "report.json", "report.md"):
+        assert (tmp_path / "a" / name).is_file()
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert report["passed"] is True and report["totals"]["n"] == 3
+    assert set(report["by_tag"]) == {"aggregate", "filter", "refuse"}
+    assert report["by_difficulty"]["easy"]["n"] == 2
+    assert report["totals"]["metrics"]["execution_accuracy"]["mean"] == 1.0
+    markdown = (tmp_path / "a" / "report.md").read_text()
+    assert "# Eval report: cli-mini" in markdown and "| germany | pass |" in markdown
+
+
+def test_below_threshold_exits_1_then_compare_and_rescore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = write_suite(tmp_path, SUITE)
+    use_answers(monkeypatch, GOOD)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "a")).exit_code == 0
+    use_answers(monkeypatch, WORSE)
+    worse = invoke("run", str(suite), "--out", str(tmp_path / "b"))
+    assert worse.exit_code == 1, worse.output
+    assert "FAILED: threshold 75%" in worse.output
+    assert "| germany | FAIL |" in (tmp_path / "b" / "report.md").read_text()
+
+    compared = invoke("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert compared.exit_code == 0
+    assert "1 regressions, 0 fixed" in compared.output
+    assert "| germany | regression | pass | FAIL | 1.00 | 0.00 |" in compared.output
+    assert invoke("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on-regression").exit_code == 1
+    assert "No case changed." in invoke("compare", str(tmp_path / "a"), str(tmp_path / "a")).output
+
+    # Fix the suite's threshold and re-score the saved predictions: no graph may run now.
+    monkeypatch.setattr(runner, "default_targets", lambda: pytest.fail("re-scoring ran a target"))
+    suite.write_text(SUITE.replace("threshold: 0.75", "threshold: 0.6"))
+    rescored = invoke("score", str(tmp_path / "b"))
+    assert rescored.exit_code == 0, rescored.output
+    assert "2/3 passed" in rescored.output
+
+
+def test_rescore_runs_a_changed_gold_query_on_a_fresh_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = write_suite(tmp_path, SUITE)
+    use_answers(monkeypatch, WORSE)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "b")).exit_code == 1
+    suite.write_text(SUITE.replace("country = 'Germany'", "country = 'France'"))
+    use_answers(monkeypatch, {})  # only the query tools are used: gold queries, not the graph
+    rescored = invoke("score", str(tmp_path / "b"))
+    assert rescored.exit_code == 0, rescored.output
+    assert "3/3 passed" in rescored.output
+
+
+def test_case_and_tag_filters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_answers(monkeypatch, GOOD)
+    suite = write_suite(tmp_path, SUITE)
+    result = invoke("run", str(suite), "--out", str(tmp_path / "a"), "--tag", "refuse")
+    assert result.exit_code == 0 and "1/1 passed" in result.output
+    missing = invoke("run", str(suite), "--case", "nope")
+    assert missing.exit_code == 2 and "no cases ['nope']" in missing.output
+
+
+def test_invalid_suite_exits_2_with_the_problem(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, SUITE.replace("threshold: 0.75", "threshold: 0.75\nmodel: gpt"))
+    result = invoke("run", str(suite))
+    assert result.exit_code == 2
+    assert "model: unknown key 'model'" in result.output
+
+
+def test_prompt_dir_must_exist_and_reports_must_be_readable(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path, SUITE)
+    result = invoke("run", str(suite), "--prompt-dir", str(tmp_path / "missing"))
+    assert result.exit_code == 2 and "is not a folder" in result.output
+    bad = invoke("compare", str(tmp_path / "x"), str(tmp_path / "y"))
+    assert bad.exit_code == 2 and "cannot read a report" in bad.output
+
+
+def test_prompt_dir_reaches_the_graphs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    async def nl2ql(services, request):  # type: ignore[no-untyped-def]
+        seen.append(
+            services.prompts.get("eval_judge").render(question="q", answer="a", rubric="r", reference="")[0].content
+        )
+        async for event in fakes.scripted_nl2ql(GOOD)(services, request):
+            yield event
+
+    monkeypatch.setattr(runner, "default_targets", lambda: fakes.targets(nl2ql=nl2ql))
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "eval_judge.txt").write_text("Tried prompt ${question} ${answer} ${rubric} ${reference}")
+    suite = write_suite(tmp_path, SUITE)
+    result = invoke("run", str(suite), "--prompt-dir", str(prompts), "--out", str(tmp_path / "a"), "--case", "count")
+    assert result.exit_code == 0, result.output
+    assert seen == ["Tried prompt q a r "]
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["prompt_dir"] == str(prompts)
+
+
+def test_list_shows_bundled_suites() -> None:
+    result = invoke("list")
+    assert result.exit_code == 0
+    assert [line.split("\t")[0] for line in result.output.splitlines()] == ["assistant", "curator", "nl2ql"]

@@ -1,0 +1,89 @@
+"""A fake QueryTools for graph tests: a small catalog, a checker that knows the tables and
+columns (parsed with sqlglot, as the real one does), and canned rows per query. It records
+who ran what, so tests can prove whose access every query used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from datawell.errors import QueryError, SubError
+from datawell.storage.access import NamespaceRef
+from datawell.storage.tables import User
+from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.ql import QueryResult, QueryTools
+
+
+class TextCatalog(Catalog):
+    def render(self) -> str:
+        return "\n".join(
+            f"table {t.name}: {t.description}\n" + "\n".join(f"  {c} ({k})" for c, k in t.columns.items())
+            for t in self.tables
+        )
+
+
+def table(namespace: NamespaceRef, name: str, columns: dict[str, str], description: str = "") -> TableInfo:
+    return TableInfo(
+        name=name,
+        dataset_id=f"id-{name}",
+        namespace=namespace,
+        physical=f"rows_{name}",
+        description=description or name,
+        columns=columns,
+        column_descriptions={},
+    )
+
+
+@dataclass
+class Call:
+    method: str
+    user: str
+    namespace: str
+    query: str = ""
+
+
+@dataclass
+class FakeQueryTools(QueryTools):
+    tables: list[TableInfo] = field(default_factory=list)
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # query -> rows
+    run_errors: dict[str, str] = field(default_factory=dict)  # query -> run-time error
+    calls: list[Call] = field(default_factory=list)
+
+    async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
+        self.calls.append(Call("catalog", user.username, str(namespace)))
+        return TextCatalog(namespace=namespace, tables=[t for t in self.tables if t.namespace.id == namespace.id])
+
+    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str:
+        self.calls.append(Call("check", user.username, str(namespace), query))
+        try:
+            parsed = sqlglot.parse(query)
+        except sqlglot.errors.ParseError as exc:
+            raise QueryError("the query does not parse", detail=str(exc)) from None
+        if len(parsed) != 1 or not isinstance(parsed[0], exp.Select):
+            raise QueryError("only one SELECT statement is allowed")
+        known = {t.name: t for t in self.tables if t.namespace.id == namespace.id}
+        problems = []
+        for name in {".".join(p for p in (t.catalog, t.db, t.name) if p) for t in parsed[0].find_all(exp.Table)}:
+            if name not in known:
+                problems.append(SubError("unknown_table", f"no table {name!r}; tables: {', '.join(sorted(known))}"))
+        columns = {c for t in known.values() for c in t.columns}
+        aliases = {a.alias for a in parsed[0].find_all(exp.Alias)}
+        for column in parsed[0].find_all(exp.Column):
+            if column.name not in columns and column.name not in aliases:
+                close = sorted(c for c in columns if c[:3] == column.name[:3])
+                problems.append(SubError("unknown_column", f"no column {column.name!r}; did you mean {close}?"))
+        if problems:
+            raise QueryError("the query names unknown tables or columns", sub_errors=problems)
+        return query
+
+    async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
+        self.calls.append(Call("run", user.username, str(namespace), query))
+        if query in self.run_errors:
+            raise QueryError(self.run_errors[query])
+        return QueryResult(query=query, rows=self.rows.get(query, []), truncated=False)
+
+    def ran(self) -> list[Call]:
+        return [c for c in self.calls if c.method == "run"]

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import pytest
+
+from datawell.errors import Forbidden
+from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady, RunFailed
+from datawell.graphs.nl2ql.state import QueryDraft
+from datawell.graphs.runs import AskRequest, run_nl2ql
+from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
+from datawell.llm.scripted import ScriptedChatModel
+from datawell.services import Services
+from tests.conftest import Account
+from tests.graphs.conftest import Shop, user_named
+from tests.graphs.fakes import FakeQueryTools
+
+OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
+
+
+async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
+    return [event async for event in run_nl2ql(services, request)]
+
+
+async def test_success_prints_query_and_rows(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script.append(QueryDraft(reasoning="customers has the city", query=OSLO))
+    tools.rows[OSLO] = [{"name": "Ann"}, {"name": "Ole"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert events == [
+        QueryGenerated(query=OSLO, reasoning="customers has the city", attempts=1),
+        RowsReady(query=OSLO, rows=[{"name": "Ann"}, {"name": "Ole"}]),
+    ]
+    prompt = chat_model.prompts()[0]
+    assert "Who lives in Oslo?" in prompt
+    assert "table customers" in prompt and "city (text)" in prompt
+    # The active link is offered as a join; the merely suggested one is not.
+    assert "orders.customer_id = customers.id" in prompt
+    assert "customers.city = orders.amount" not in prompt
+    dialect = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}[services.rows.dialect]
+    assert "LEFT JOIN" in prompt and f"use {dialect} date functions" in prompt
+
+
+async def test_one_repair_feeds_the_checker_error_back(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    bad = "SELECT customer_name FROM customers"
+    good = "SELECT name FROM customers"
+    chat_model.script += [QueryDraft(reasoning="r1", query=bad), QueryDraft(reasoning="r2", query=good)]
+    tools.rows[good] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "List customer names"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert isinstance(events[0], QueryGenerated) and events[0].attempts == 2 and events[0].query == good
+    second = chat_model.prompts()[1]
+    assert f"Your previous query was:\n{bad}" in second
+    assert "no column 'customer_name'" in second
+    assert "did you mean ['customer_id']" in second
+    assert [c.query for c in tools.ran()] == [good]
+
+
+async def test_run_time_failure_is_repaired_and_announced_once(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    first = "SELECT name FROM customers WHERE id > 'x'"
+    second = "SELECT name FROM customers WHERE id > 1"
+    chat_model.script += [QueryDraft(reasoning="", query=first), QueryDraft(reasoning="", query=second)]
+    tools.run_errors[first] = "operator does not exist: integer > text"
+    tools.rows[second] = [{"name": "Ole"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers after the first"))
+
+    assert events == [
+        QueryGenerated(query=second, reasoning="", attempts=2),
+        RowsReady(query=second, rows=[{"name": "Ole"}]),
+    ]
+    assert "operator does not exist: integer > text" in chat_model.prompts()[1]
+
+
+async def test_giving_up_ends_with_a_clear_error(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [QueryDraft(reasoning="", query=f"SELECT nope{i} FROM customers") for i in range(3)]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Something impossible"))
+
+    assert len(events) == 1 and isinstance(events[0], RunFailed)
+    assert events[0].error_code == "QUERY_ERROR"
+    assert events[0].message.startswith("no valid query after 3 attempt(s)")
+    assert "no column 'nope2'" in events[0].message
+    assert "Traceback" not in events[0].message
+    assert tools.ran() == []
+    assert len(chat_model.calls) == 3  # bounded by query_max_attempts
+
+
+async def test_refusal_ends_without_a_query(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script.append(QueryDraft(reasoning="", refusal="there is no weather data"))
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Will it rain tomorrow?"))
+
+    assert events == [
+        RunFailed(error_code="QUERY_REFUSED", message="the datasets cannot answer this: there is no weather data")
+    ]
+    assert [c.method for c in tools.calls] == ["catalog"]
+
+
+async def test_a_reply_in_the_wrong_shape_is_retried(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += ["SELECT name FROM customers", QueryDraft(reasoning="", query="SELECT name FROM customers")]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Names"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert "did not follow the required format" in chat_model.prompts()[1]
+
+
+async def test_helper_prompt_and_model_choice_reach_the_query_stage(
+    services: Services, shop: Shop, chat_model: ScriptedChatModel, chat_models: FixedChatModels
+) -> None:
+    chat_model.script.append(QueryDraft(reasoning="", query="SELECT name FROM customers"))
+    choices = StageChoices(default=ModelChoice("gpt-x", "openai"))
+
+    await ask(services, AskRequest(shop.user, shop.namespace, "Names", choices=choices, helper_prompt="Sort by name."))
+
+    assert "Additional instructions from the caller:\nSort by name." in chat_model.prompts()[0]
+    assert chat_models.requests == [("query", ModelChoice("gpt-x", "openai"))]
+
+
+async def test_a_namespace_the_caller_cannot_read_is_refused_before_the_run(
+    services: Services, shop: Shop, bob: Account, tools: FakeQueryTools
+) -> None:
+    intruder = await user_named(services, "bob")
+    with pytest.raises(Forbidden):
+        await ask(services, AskRequest(intruder, shop.namespace, "Names"))
+    assert tools.calls == []
