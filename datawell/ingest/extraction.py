@@ -32,7 +32,7 @@ def records_model(schema: Mapping[str, str]) -> type[BaseModel]:
     return create_model(  # type: ignore[call-overload, no-any-return]
         "ExtractedRecords",
         __doc__="Every record the passage contains.",
-        records=(list[record], Field(description="The records; empty when the passage holds none.")),
+        records=(list[record], Field(description="The records; empty when the passage holds none.")),  # type: ignore[valid-type]
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -59,7 +59,7 @@ class Outcome:
 
 @dataclass
 class RecordBatch:
-    columns: dict[str, Sequence[Any]]  # schema field -> its values as read, one per record
+    columns: Mapping[str, Sequence[Any]]  # schema field -> its values as read, one per record
     locations: list[int]  # line, row or record number of each record
     position: int  # bytes of the file read so far
 

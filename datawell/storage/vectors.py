@@ -37,6 +37,20 @@ def _dataset_filter(dataset_id: str, **extra: str) -> models.Filter:
     return models.Filter(must=conditions)  # type: ignore[arg-type]
 
 
+def _without_fsync_per_point(client: AsyncQdrantClient, collection: str) -> None:
+    """Local mode commits every point to its SQLite file, and SQLite's defaults fsync every
+    commit: about 20 ms a point, 50 points a second. Write-ahead logging with `synchronous=
+    NORMAL` syncs at checkpoints instead; a crash can lose the last points written, which
+    re-ingesting restores (the rows are the source of truth). Reaches into qdrant-client's
+    local storage (pinned version); a collection held only in memory has no file to tune."""
+    local = getattr(client, "_client", None)
+    persistence = getattr(getattr(local, "collections", {}).get(collection), "storage", None)
+    connection = getattr(persistence, "storage", None)
+    if connection is not None:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+
+
 class VectorStore:
     def __init__(self, dimension: int, *, url: str | None = None, path: Path | None = None) -> None:
         self.dimension = dimension
@@ -53,6 +67,8 @@ class VectorStore:
             )
             if self.remote:  # local mode filters by scanning; indexes only matter on a server
                 await self.client.create_payload_index(name, "dataset_id", models.PayloadSchemaType.KEYWORD)
+        if not self.remote:
+            _without_fsync_per_point(self.client, name)
         self._ready.add(name)
 
     async def upsert(self, collection: str, dataset_id: str, points: Sequence[Point]) -> None:
