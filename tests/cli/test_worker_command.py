@@ -36,6 +36,8 @@ async def test_worker_process_ingests_and_stops_on_sigterm(settings: Settings) -
         "DATAWELL_DATABASE_URL": settings.resolved_database_url,
         "DATAWELL_JWT_SECRET": "test-secret-test-secret-test-secret",
         "DATAWELL_EMBEDDINGS_ENABLED": "false",
+        # No real model in tests: the mapping falls back to name similarity.
+        "DATAWELL_EMBEDDED_MODEL_ENABLED": "false",
         "DATAWELL_WORKER_POLL_SECONDS": "0.1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
