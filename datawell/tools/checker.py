@@ -124,8 +124,8 @@ class CompiledQuery:
     kinds: dict[str, str] = field(default_factory=dict)  # result column -> field type, where known
 
 
-def refuse(message: str, code: str, detail: str = "") -> QueryError:
-    return QueryError(message, sub_errors=[SubError(code, detail or message)])
+def refuse(message: str, code: str) -> QueryError:
+    return QueryError(message, sub_errors=[SubError(code, message)])
 
 
 def close_matches(word: str, candidates: list[str], n: int = 3) -> list[str]:
@@ -273,7 +273,7 @@ def compile_query(
     by_physical = _use_physical_tables(parsed, tables)
     _name_outputs(tree)
     scopes = _scopes(tree)
-    resolved = _Resolver(by_physical).check(scopes.values())
+    resolved = _ColumnChecker(by_physical).check(scopes.values())
     semantic = _Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)
     dataset, kinds = _mark_rows(tree, scopes, by_physical, resolved, semantic)
@@ -358,7 +358,7 @@ def _table_name(entry: Any) -> str | None:
     return source.name if isinstance(source, exp.Table) else None
 
 
-class _Resolver:
+class _ColumnChecker:
     """Every column names something: a dataset field, an output of a CTE or subquery, or a
     SELECT alias. Dataset fields match ignoring case and are rewritten to their exact spelling."""
 

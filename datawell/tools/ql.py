@@ -126,7 +126,7 @@ class QueryTools:
         async with self.db.session() as session:
             await _require_read(session, user, namespace)
             parsed = parse(query)
-            tables = await _Resolver(session, user, namespace).resolve(parsed.references)
+            tables = await _TableResolver(session, user, namespace).resolve(parsed.references)
         return compile_query(parsed, tables, self.target, self.row_cap)
 
     async def resolve(
@@ -135,7 +135,7 @@ class QueryTools:
         """The datasets behind table names, as `prepare` finds them."""
         async with self.db.session() as session:
             await _require_read(session, user, namespace)
-            return await _Resolver(session, user, namespace).resolve(references)
+            return await _TableResolver(session, user, namespace).resolve(references)
 
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
         compiled = await self.prepare(user, namespace, query)
@@ -215,7 +215,7 @@ async def _require_read(session: AsyncSession, user: User, namespace: NamespaceR
         raise Forbidden(f"user {user.username!r} has no read access to namespace {namespace}")
 
 
-class _Resolver:
+class _TableResolver:
     """Table names to datasets: `orders` in the request's namespace, `owner.namespace.orders` in
     any namespace the caller may read. Every unresolved name is one sub_error."""
 
