@@ -519,3 +519,23 @@ async def test_a_consumer_that_stops_listening_stops_the_run(
 
     assert len(chat_model.calls) == 1  # neither the step's query nor the answer was asked for
     assert tools.ran() == []
+
+
+def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
+    from datawell.graphs.assistant.nodes import join_sql_fragments
+
+    steps = [
+        "SELECT c.name, SUM(o.quantity * o.unit_price) AS total",
+        "FROM customers c",
+        "JOIN orders o ON c.customer_id = o.customer_id",
+        "GROUP BY c.name",
+        "ORDER BY total DESC",
+        "List the countries of the customers.",
+        "From orders, count the orders per product.",
+    ]
+    assert join_sql_fragments(steps) == [
+        "Run this query: SELECT c.name, SUM(o.quantity * o.unit_price) AS total FROM customers c "
+        "JOIN orders o ON c.customer_id = o.customer_id GROUP BY c.name ORDER BY total DESC",
+        "List the countries of the customers.",
+        "From orders, count the orders per product.",
+    ]

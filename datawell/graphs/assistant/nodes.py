@@ -5,6 +5,7 @@ and when one stops or trims a run the answer says so."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -147,6 +148,31 @@ def stage_text(chunk: BaseMessage) -> str:
 # Nodes
 
 
+SQL_CLAUSE = re.compile(
+    r"^(select|from|join|inner|left|right|full|cross|where|group|order|having|limit|union|with|and|or|on)\b", re.I
+)
+
+
+def join_sql_fragments(steps: list[str]) -> list[str]:
+    """Small models sometimes write one SQL query as a list of clause "steps" (SELECT …,
+    FROM …, GROUP BY …). Consecutive clause lines become one step that states the query."""
+    joined: list[str] = []
+    fragment: list[str] = []
+    for step in (s.strip() for s in steps):
+        if not step:
+            continue
+        if SQL_CLAUSE.match(step) and (fragment or step.lower().startswith(("select", "with"))):
+            fragment.append(step)
+            continue
+        if fragment:
+            joined.append("Run this query: " + " ".join(fragment))
+            fragment = []
+        joined.append(step)
+    if fragment:
+        joined.append("Run this query: " + " ".join(fragment))
+    return joined
+
+
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
     catalog, links = await describe(deps.query, context.user, context.namespace)
@@ -164,7 +190,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     output = reply.parsed
     if output is None:
         raise ModelError("the planning model did not return a plan", detail=reply.problem)
-    steps = [PlannedStep(instruction=s.strip(), kind="data", search="") for s in output.steps if s.strip()]
+    steps = [PlannedStep(instruction=s, kind="data", search="") for s in join_sql_fragments(output.steps)]
     if web and output.web_search.strip():
         words = output.web_search.strip()
         steps.append(PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words))
