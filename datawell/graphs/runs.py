@@ -2,8 +2,7 @@
 API (`/query/autorag`), the A2A agents, the CLI (`datawell ask`) and evals all run graphs
 through these, and only through these.
 
-CONTRACT (filled in by the graphs work): names and signatures here are what the surfaces
-build against. Event order:
+The surfaces build against the names and signatures here. Event order:
 - nl2ql: QueryGenerated, RowsReady; or RunFailed.
 - assistant: RunStarted(conversation_id), PlanReady, then per step StepStarted and
   StepFinished, then AnswerDelta* (when the model streams), AnswerReady, RunFinished; or

@@ -1,7 +1,5 @@
 """The catalog: what a caller can query in a namespace, as the models see it.
-
-CONTRACT (filled in by the query-language work): names and signatures here are what the
-graphs, evals and agents build against."""
+The graphs, evals and agents build against the names and signatures here."""
 
 from __future__ import annotations
 

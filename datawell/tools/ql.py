@@ -1,7 +1,6 @@
 """The query language (DESIGN.md, "The query language").
 
-CONTRACT (filled in by the query-language work): names and signatures here are what the
-graphs, evals and agents build against.
+The graphs, evals and agents build against the names and signatures here.
 
 `QueryTools` is the one entry point: it authorises the namespace, lets `checker` parse the
 text, resolves the tables it names to datasets the caller may read, lets `checker` compile
