@@ -19,7 +19,8 @@ from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
 from datawell.graphs.curator.graph import curate
-from datawell.graphs.curator.state import CuratorDeps, CuratorState
+from datawell.graphs.curator.state import CuratorState
+from datawell.graphs.runs import curator_deps
 from datawell.llm.models import ModelChoice, StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
 from datawell.services import Services
@@ -119,17 +120,6 @@ def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
         model=link.model,
         created_at=link.created_at,
         updated_at=link.updated_at,
-    )
-
-
-def curator_deps(services: Services) -> CuratorDeps:
-    return CuratorDeps(
-        db=services.db,
-        rows=services.rows,
-        vectors=services.vectors,
-        embedder=services.embedder,
-        models=services.models,
-        prompts=services.prompts,
     )
 
 

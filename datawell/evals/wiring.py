@@ -18,19 +18,13 @@ async def curate(services: Services, request: CurateRequest) -> list[PredictedLi
     """Run the curator graph on the namespace (or one dataset) without activating anything."""
     # Imported here: the curator graph lives in its own package and is only needed by curator suites.
     from datawell.graphs.curator.graph import curate as run_curator
-    from datawell.graphs.curator.state import CuratorDeps, CuratorState
+    from datawell.graphs.curator.state import CuratorState
+    from datawell.graphs.runs import curator_deps
 
     async with services.db.session() as session:
         datasets = await list_datasets(session, request.namespace)
         focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
-    deps = CuratorDeps(
-        db=services.db,
-        rows=services.rows,
-        vectors=services.vectors,
-        embedder=services.embedder,
-        models=services.models,
-        prompts=services.prompts,
-    )
+    deps = curator_deps(services)
     state = CuratorState(
         namespace=request.namespace,
         datasets=datasets,

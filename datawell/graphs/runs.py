@@ -28,6 +28,7 @@ from datawell.errors import DatawellError, Forbidden, NotFound
 from datawell.graphs.assistant.graph import build_graph as build_assistant_graph
 from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.assistant.state import AssistantContext, CallerContext, CallerFact, CallerTurn
+from datawell.graphs.curator.state import CuratorDeps
 from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunStarted
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
@@ -69,6 +70,17 @@ def query_deps(services: Services) -> QueryDeps:
         db=services.db,
         max_attempts=services.settings.query_max_attempts,
         dialect=DIALECT_NAMES.get(services.rows.dialect, services.rows.dialect),
+    )
+
+
+def curator_deps(services: Services) -> CuratorDeps:
+    return CuratorDeps(
+        db=services.db,
+        rows=services.rows,
+        vectors=services.vectors,
+        embedder=services.embedder,
+        models=services.models,
+        prompts=services.prompts,
     )
 
 
