@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from datawell.app import Overrides, default_models
 from datawell.config import Settings
-from datawell.errors import DatawellError
+from datawell.errors import DatawellError, ModelError
 from datawell.evals import records, report, runner, scoring, suites
 from datawell.evals.judge import ModelJudge
 from datawell.evals.oracle import oracle_for
@@ -64,63 +64,65 @@ def _select(suite: Suite, case_ids: list[str], tags: list[str]) -> list[Case]:
     return chosen
 
 
-def _finish(result: report.Report, out: Path) -> None:
+def _write(result: report.Report, out: Path) -> None:
     json_path, md_path = report.write_report(out, result)
     for line in report.summary_lines(result):
         typer.echo(line)
     typer.echo(f"report: {md_path} and {json_path}")
+
+
+def _finish(result: report.Report, out: Path) -> None:
+    _write(result, out)
     if not result.passed:
         raise typer.Exit(EXIT_BELOW_THRESHOLD)
 
 
 def _default_out(suite: Suite) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return Path("eval-results") / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', suite.name)}-{stamp}"
+    return Path("eval-results") / f"{_folder_name(suite)}-{stamp}"
 
 
-@eval_app.command("run")
-def run_command(
-    suite_name: Annotated[str, typer.Argument(metavar="SUITE", help="A suite file, or the name of a bundled suite.")],
-    model: Annotated[
-        str | None, typer.Option(help="Model for every stage, as a litellm name (provider/model).")
-    ] = None,
-    provider: Annotated[str | None, typer.Option(help="Provider, when --model does not name it.")] = None,
-    prompt_dir: Annotated[
-        Path | None, typer.Option(help="Load prompts from this folder (missing ones fall back to the bundled).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option(help="Folder for predictions and reports.")] = None,
-    scripted: Annotated[
-        bool, typer.Option(help="Answer with the suite's gold values (a plumbing check; no model is called).")
-    ] = False,
-    judge_model: Annotated[str | None, typer.Option(help="Model for llm-judge assertions (off without it).")] = None,
-    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="Run only cases with this tag (repeatable).")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds one case may take.")] = 600.0,
-) -> None:
-    """Run SUITE: predict every case, save the predictions, score them and write a report."""
-    suite = _load(suite_name)
-    if prompt_dir is not None and not prompt_dir.is_dir():
-        raise _fail(f"--prompt-dir {prompt_dir} is not a folder")
-    chosen = _select(suite, case or [], tag or [])
-    out = out or _default_out(suite)
+def _resolved_model(choices: StageChoices) -> str | None:
+    """The model the run's queries go to, as the report should name it (None if none can)."""
+    from datawell.llm.litellm_models import LiteLLMChatModels  # litellm is slow to import
+
+    try:
+        return LiteLLMChatModels(Settings()).model_name("query", choices)
+    except ModelError:
+        return None
+
+
+def run_suite(
+    suite: Suite,
+    out: Path,
+    *,
+    choices: StageChoices,
+    prompt_dir: Path | None = None,
+    scripted: bool = False,
+    judge_model: str | None = None,
+    cases: list[Case] | None = None,
+    timeout: float = 600.0,
+    suite_ref: str | None = None,
+) -> report.Report:
+    """Predict `cases` (default all) of `suite`, save them in `out`, score them and write the
+    report there; prints the summary lines. Raises `SuiteError`/`DatawellError`."""
+    chosen = cases or suite.cases
     overrides = Overrides(
         models=FixedChatModels(oracle_for(suite)) if scripted else None,
         embedder=HashingEmbedder() if scripted else None,
         prompts=PromptLibrary(prompt_dir.resolve()) if prompt_dir else None,
     )
-    choices = StageChoices(default=ModelChoice(model=model, provider=provider))
     info = records.RunInfo(
         suite=suite.name,
-        suite_path=str(suite.path or suite_name),
+        suite_path=suite_ref or str(suite.path or suite.name),
         kind=suite.kind,
-        model=choices.default.litellm_name(),
+        model=None if scripted else _resolved_model(choices),
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )
     judge = _judge(judge_model, prompt_dir)
-    targets = runner.default_targets()
 
     async def work() -> report.Report:
         with Progress(
@@ -140,7 +142,7 @@ def run_command(
             predictions = await runner.predict(
                 suite,
                 out,
-                targets=targets,
+                targets=runner.default_targets(),
                 overrides=overrides,
                 choices=choices,
                 info=info,
@@ -151,11 +153,139 @@ def run_command(
         results = await scoring.score_all(_subset(suite, chosen), predictions, judge)
         return report.build_report(records.read_run(out), suite.threshold, results)
 
+    result = asyncio.run(work())
+    _write(result, out)
+    return result
+
+
+def _suite_ref(name: str, suite: Suite) -> str:
+    """How run.json names the suite: a bundled one by its name, so the saved run can be
+    re-scored on another machine; a file by its path."""
+    return name if suite.path in suites.bundled_suites() and not Path(name).exists() else str(suite.path or name)
+
+
+_MODEL_OPTION = typer.Option(help="Model for every stage, as a litellm name (provider/model).")
+_PROVIDER_OPTION = typer.Option(help="Provider, when --model does not name it.")
+_PROMPT_DIR_OPTION = typer.Option(help="Load prompts from this folder (missing ones fall back to the bundled).")
+_SCRIPTED_OPTION = typer.Option(help="Answer with the suite's gold values (a plumbing check; no model is called).")
+_JUDGE_OPTION = typer.Option(help="Model for llm-judge assertions (off without it).")
+_TIMEOUT_OPTION = typer.Option(help="Seconds one case may take.")
+
+
+def _check_prompt_dir(prompt_dir: Path | None) -> None:
+    if prompt_dir is not None and not prompt_dir.is_dir():
+        raise _fail(f"--prompt-dir {prompt_dir} is not a folder")
+
+
+@eval_app.command("run")
+def run_command(
+    suite_name: Annotated[str, typer.Argument(metavar="SUITE", help="A suite file, or the name of a bundled suite.")],
+    model: Annotated[str | None, _MODEL_OPTION] = None,
+    provider: Annotated[str | None, _PROVIDER_OPTION] = None,
+    prompt_dir: Annotated[Path | None, _PROMPT_DIR_OPTION] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for predictions and reports.")] = None,
+    scripted: Annotated[bool, _SCRIPTED_OPTION] = False,
+    judge_model: Annotated[str | None, _JUDGE_OPTION] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Run only cases with this tag (repeatable).")] = None,
+    timeout: Annotated[float, _TIMEOUT_OPTION] = 600.0,
+) -> None:
+    """Run SUITE: predict every case, save the predictions, score them and write a report."""
+    suite = _load(suite_name)
+    _check_prompt_dir(prompt_dir)
+    chosen = _select(suite, case or [], tag or [])
     try:
-        result = asyncio.run(work())
+        result = run_suite(
+            suite,
+            out or _default_out(suite),
+            choices=StageChoices(default=ModelChoice(model=model, provider=provider)),
+            prompt_dir=prompt_dir,
+            scripted=scripted,
+            judge_model=judge_model,
+            cases=chosen,
+            timeout=timeout,
+            suite_ref=_suite_ref(suite_name, suite),
+        )
     except (SuiteError, DatawellError) as exc:
         raise _fail(str(exc)) from None
-    _finish(result, out)
+    if not result.passed:
+        raise typer.Exit(EXIT_BELOW_THRESHOLD)
+
+
+@eval_app.command("all")
+def all_command(
+    suite_names: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[SUITE]...", help="Suite files or bundled names (default: every bundled suite)."),
+    ] = None,
+    model: Annotated[str | None, _MODEL_OPTION] = None,
+    provider: Annotated[str | None, _PROVIDER_OPTION] = None,
+    prompt_dir: Annotated[Path | None, _PROMPT_DIR_OPTION] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for the runs: one sub-folder per suite.")] = None,
+    scripted: Annotated[bool, _SCRIPTED_OPTION] = False,
+    judge_model: Annotated[str | None, _JUDGE_OPTION] = None,
+    timeout: Annotated[float, _TIMEOUT_OPTION] = 600.0,
+) -> None:
+    """Run several suites, each into OUT/<suite>/, and write OUT/README.md: their totals in one table.
+
+    Every suite runs even when an earlier one fails; the exit code is 1 when any suite is
+    below its threshold."""
+    names = suite_names or [path.stem for path in suites.bundled_suites()]
+    loaded = [(name, _load(name)) for name in names]
+    _check_prompt_dir(prompt_dir)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = out or Path("eval-results") / f"all-{stamp}"
+    choices = StageChoices(default=ModelChoice(model=model, provider=provider))
+    results: list[tuple[str, report.Report]] = []
+    for name, suite in loaded:
+        folder = out / _folder_name(suite)
+        try:
+            result = run_suite(
+                suite,
+                folder,
+                choices=choices,
+                prompt_dir=prompt_dir,
+                scripted=scripted,
+                judge_model=judge_model,
+                timeout=timeout,
+                suite_ref=_suite_ref(name, suite),
+            )
+        except (SuiteError, DatawellError) as exc:
+            typer.echo(f"error: {suite.name}: {exc}", err=True)
+            continue
+        results.append((folder.name, result))
+    summary = _write_summary(out, results)
+    typer.echo(f"summary: {summary}")
+    if len(results) < len(loaded):
+        raise typer.Exit(EXIT_INVALID)
+    if not all(result.passed for _, result in results):
+        raise typer.Exit(EXIT_BELOW_THRESHOLD)
+
+
+@eval_app.command("summary")
+def summary_command(
+    folder: Annotated[Path, typer.Argument(help="A folder of run folders (as `datawell eval all` writes).")],
+) -> None:
+    """Write FOLDER/README.md again from the reports in FOLDER's sub-folders."""
+    found = sorted(path.parent for path in folder.glob(f"*/{report.REPORT_JSON}"))
+    if not found:
+        raise _fail(f"{folder} has no run folders with a {report.REPORT_JSON}")
+    try:
+        results = [(path.name, report.read_report(path)) for path in found]
+    except (OSError, ValueError) as exc:
+        raise _fail(f"cannot read a report: {exc}") from None
+    typer.echo(f"summary: {_write_summary(folder, results)}")
+
+
+def _folder_name(suite: Suite) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", suite.name)
+
+
+def _write_summary(folder: Path, results: list[tuple[str, report.Report]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "README.md"
+    path.write_text(report.render_summary(sorted(results, key=lambda run: run[0])), encoding="utf-8")
+    return path
 
 
 def _subset(suite: Suite, cases: list[Case]) -> Suite:

@@ -118,7 +118,7 @@ def _group_rows(label: str, groups: dict[str, GroupStats]) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     run, totals = report.run, report.totals
-    model = "scripted oracle" if run.scripted else (run.model or "the configured default")
+    model = _model_text(run)
     verdict = "PASSED" if report.passed else "FAILED"
     lines = [
         f"# Eval report: {run.suite}",
@@ -155,6 +155,32 @@ def render_markdown(report: Report) -> str:
         lines.append(
             f"| {case.case_id} | {'pass' if case.passed else 'FAIL'} | {case.score:.2f} | {case.latency_ms:.0f} "
             f"| {case.tokens if case.tokens is not None else '-'} | {_cell(case.output, 80)} | {_cell(notes)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _model_text(run: RunInfo) -> str:
+    return "scripted oracle" if run.scripted else (run.model or "the configured default")
+
+
+def render_summary(runs: list[tuple[str, Report]]) -> str:
+    """One table over several runs (folder name, report), as `datawell eval all` writes it."""
+    lines = [
+        "# Eval runs",
+        "",
+        "Means ± standard error. Each suite's folder holds its `report.md` (per case, per tag, "
+        "per difficulty), `report.json` and the saved predictions.",
+        "",
+        "| suite | model | cases | passed | pass rate | score | metrics | latency p50 (s) | threshold | result |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for folder, result in runs:
+        totals = result.totals
+        lines.append(
+            f"| [{result.run.suite}]({folder}/{REPORT_MD}) | {_model_text(result.run)} | {totals.n} | {totals.passed} "
+            f"| {totals.pass_rate.text(percent=True)} | {totals.score.text()} | {_metrics_text(totals)} "
+            f"| {totals.latency_ms_p50 / 1000:.0f} | {100 * result.threshold:.0f}% "
+            f"| {'passed' if result.passed else 'FAILED'} |"
         )
     return "\n".join(lines) + "\n"
 

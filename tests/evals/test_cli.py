@@ -152,3 +152,43 @@ def test_list_shows_bundled_suites() -> None:
     result = invoke("list")
     assert result.exit_code == 0
     assert [line.split("\t")[0] for line in result.output.splitlines()] == ["assistant", "curator", "nl2ql"]
+
+
+def test_all_runs_every_suite_into_its_folder_and_writes_one_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_answers(monkeypatch, WORSE)
+    strict = write_suite(tmp_path, SUITE)
+    lenient = tmp_path / "lenient.yaml"
+    lenient.write_text(SUITE.replace("name: cli-mini", "name: cli-lenient").replace("threshold: 0.75", "threshold: 0.6"))
+    result = invoke("all", str(strict), str(lenient), "--out", str(tmp_path / "runs"))
+    # The strict suite fails its threshold, the lenient one still runs and passes: exit 1.
+    assert result.exit_code == 1, result.output
+    for folder in ("cli-mini", "cli-lenient"):
+        assert (tmp_path / "runs" / folder / "report.md").is_file()
+    summary = (tmp_path / "runs" / "README.md").read_text()
+    assert "| [cli-mini](cli-mini/report.md) | " in summary
+    assert "| 3 | 2 | 66.7% ± 27.2 |" in summary
+    assert "| 75% | FAILED |" in summary and "| 60% | passed |" in summary
+
+    # Re-score one run into a better report, then rebuild the summary from what is on disk.
+    (tmp_path / "runs" / "README.md").unlink()
+    rebuilt = invoke("summary", str(tmp_path / "runs"))
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert (tmp_path / "runs" / "README.md").read_text() == summary
+
+
+def test_all_reports_an_invalid_suite_before_running_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "default_targets", lambda: pytest.fail("a suite ran"))
+    result = invoke("all", str(write_suite(tmp_path, SUITE)), str(tmp_path / "missing.yaml"))
+    assert result.exit_code == 2 and "missing.yaml" in result.output
+    empty = invoke("summary", str(tmp_path))
+    assert empty.exit_code == 2 and "has no run folders" in empty.output
+
+
+def test_run_json_names_a_bundled_suite_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_answers(monkeypatch, {"How many orders are there?": "SELECT COUNT(*) FROM orders"})
+    result = invoke("run", "nl2ql", "--case", "retail-count-orders", "--out", str(tmp_path / "a"))
+    assert result.exit_code == 0, result.output
+    run = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert run["suite_path"] == "nl2ql"
