@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     run_worker_in_process: bool = True
     worker_poll_seconds: float = 1.0
     worker_lease_seconds: int = 300
+    upload_sweep_seconds: float = Field(
+        600.0, gt=0, description="How often a worker aborts open uploads abandoned a day past their expiry."
+    )
     ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
 

@@ -19,7 +19,7 @@ from datawell.services import Services
 from datawell.storage.access import Permission, authorize
 from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.ingestions import enqueue
-from datawell.storage.objects import LocalObjectStore, StoredPart, normalize_etag, part_size_error
+from datawell.storage.objects import LocalObjectStore, ObjectStore, StoredPart, normalize_etag, part_size_error
 from datawell.storage.tables import Upload, User, utcnow
 from datawell.storage.uploads import (
     MAX_FILENAME,
@@ -27,6 +27,7 @@ from datawell.storage.uploads import (
     MAX_SIZE,
     PART_SIZE,
     UploadStatus,
+    abort_upload,
     check_open,
     create_upload,
     find_upload,
@@ -34,6 +35,7 @@ from datawell.storage.uploads import (
     move,
     object_key,
     part_sizes,
+    start_completing,
 )
 
 router = Router("uploads")
@@ -173,14 +175,7 @@ async def abort(request: Request, user: User, body: AbortRequest) -> AbortRespon
         dataset = await writable_dataset(request, session, user)
         upload = await get_upload(session, dataset, body.upload_id, body.key)
         check_open(upload)
-        await move(session, upload, UploadStatus.OPEN, UploadStatus.ABORTED)
-    try:
-        await services.objects.abort_multipart(upload.key, upload.id)
-    except BaseException:
-        # The parts are still there: leave the upload open so the abort can be repeated.
-        async with services.db.session() as session:
-            await move(session, upload, UploadStatus.ABORTED, UploadStatus.OPEN)
-        raise
+    await abort_upload(services.db, services.objects, upload)
     return AbortResponse(upload_id=upload.id, key=upload.key, status=UploadStatus.ABORTED.value)
 
 
@@ -198,17 +193,20 @@ async def complete(request: Request, user: User, body: CompleteRequest) -> Compl
     ETag), assembles the object and queues an ingestion attempt for it. Answers 202 with the
     ingestion's id; follow it in the dataset's ingestion attempts. 422 names missing or
     wrong parts (the upload stays open, so they can be sent again); 409 if the upload is not
-    open."""
+    open. An upload whose completion died half-way (no answer came) can be completed again
+    once the completion lease has passed."""
     services: Services = request.state.services
     async with services.db.session() as session:
         dataset = await writable_dataset(request, session, user)
         upload = await get_upload(session, dataset, body.upload_id, body.key)
-        check_open(upload)
-        await move(session, upload, UploadStatus.OPEN, UploadStatus.COMPLETING)
+        retaken = await start_completing(session, upload)
     try:
-        stored = await services.objects.stored_parts(upload.key, upload.id)
-        parts = checked_parts(upload, stored, body.parts)
-        await services.objects.complete_multipart(upload.key, upload.id, parts)
+        if retaken and await assembled(services.objects, upload):
+            await services.objects.abort_multipart(upload.key, upload.id)  # leftover parts, if any
+        else:
+            stored = await services.objects.stored_parts(upload.key, upload.id)
+            parts = checked_parts(upload, stored, body.parts)
+            await services.objects.complete_multipart(upload.key, upload.id, parts)
     except BaseException:
         async with services.db.session() as session:
             await move(session, upload, UploadStatus.COMPLETING, UploadStatus.OPEN)
@@ -217,6 +215,14 @@ async def complete(request: Request, user: User, body: CompleteRequest) -> Compl
         await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
         ingestion = await enqueue(session, dataset.record, upload.key, upload.filename, upload.size, user)
     return CompleteResponse(id=ingestion.id, upload_id=upload.id, key=upload.key, status=ingestion.status)
+
+
+async def assembled(objects: ObjectStore, upload: Upload) -> bool:
+    """Whether the upload's object is already whole: a completion died after assembling it."""
+    try:
+        return await objects.size(upload.key) == upload.size
+    except NotFound:
+        return False
 
 
 def checked_parts(

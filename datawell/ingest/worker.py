@@ -4,7 +4,10 @@ Any number of workers (the one inside `datawell serve`, `datawell worker` proces
 the queue: a claim is one conditional UPDATE (FOR UPDATE SKIP LOCKED on PostgreSQL), so two
 workers never take the same attempt. A worker holds a lease on its attempt, renewed by every
 progress write and by a heartbeat; an attempt whose lease expired (its worker died) is
-claimed again, and the new worker starts from an empty stage."""
+claimed again, and the new worker starts from an empty stage.
+
+Every `upload_sweep_seconds` a worker also aborts the open uploads abandoned a day past
+their expiry, deleting their parts (`storage.uploads.sweep_abandoned`)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import logging
 import os
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -27,6 +31,7 @@ from datawell.ingest.pipeline import AttemptStopped, Ingest, discard
 from datawell.services import Services
 from datawell.storage import ingestions
 from datawell.storage.tables import Dataset, Ingestion
+from datawell.storage.uploads import sweep_abandoned
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +93,13 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run attempts until `stop` is set; idle, poll every `worker_poll_seconds`."""
         log.info("ingestion worker %s started", self.name)
+        next_sweep = time.monotonic()
         while not stop.is_set():
             try:
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.services.settings.upload_sweep_seconds
+                    if aborted := await sweep_abandoned(self.services.db, self.services.objects):
+                        log.info("aborted %d abandoned uploads", aborted)
                 found = await self.run_once()
             except Exception:  # the database is unreachable: keep trying, do not die
                 log.exception("ingestion worker %s could not claim work", self.name)

@@ -118,10 +118,12 @@ class Upload(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     part_size: Mapped[int] = mapped_column(BigInteger)
     part_count: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="OPEN")  # OPEN, COMPLETED, ABORTED
+    status: Mapped[str] = mapped_column(String(16), default="OPEN")  # OPEN, COMPLETING, COMPLETED, ABORTED
     created_by: Mapped[str] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime]
+    # When `status` last changed: a COMPLETING upload whose process died is retaken after a lease.
+    status_changed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Ingestion(Base):

@@ -3,9 +3,11 @@ the service) and against S3 (moto on loopback; parts go straight to its presigne
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -15,10 +17,12 @@ import pytest
 from sqlalchemy import select
 
 from datawell.config import Settings
+from datawell.ingest.worker import running_worker
 from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
 from datawell.storage.objects import LocalObjectStore
-from datawell.storage.tables import Ingestion, Upload
+from datawell.storage.tables import Ingestion, Upload, utcnow
+from datawell.storage.uploads import ABANDONED_AFTER, COMPLETING_LEASE, sweep_abandoned
 from tests.conftest import Account
 
 PART = 8388608
@@ -377,3 +381,87 @@ async def test_openapi_documents_the_upload_routes(client) -> None:
     for action in ("prepare", "abort", "complete"):
         assert "post" in paths[f"/api/v1/upload/multipart/{{username}}/{{namespace}}/{{datasetName}}/{action}"]
     assert paths["/api/v1/upload/parts"]["put"]["security"] == []
+
+
+async def set_upload(services: Services, upload_id: str, **values) -> None:
+    async with services.db.session() as session:
+        upload = await session.get(Upload, upload_id)
+        assert upload is not None
+        for name, value in values.items():
+            setattr(upload, name, value)
+
+
+async def queued(services: Services) -> list[Ingestion]:
+    async with services.db.session() as session:
+        return list((await session.execute(select(Ingestion))).scalars())
+
+
+class TestACompletionThatDied:
+    """The process answering complete died after claiming the upload: the client got no
+    answer and the upload was left COMPLETING. Once the lease has passed, complete again works."""
+
+    async def test_before_assembling_the_parts(self, client, outside, services, alice, orders, tmp_path) -> None:
+        size = PART + 7
+        data = content(size)
+        prepared = (await prepare(client, alice, size)).json()
+        await send_all(client, outside, prepared, data)
+        await set_upload(services, prepared["uploadId"], status="COMPLETING", status_changed_at=utcnow())
+        body = {"uploadId": prepared["uploadId"], "key": prepared["key"]}
+
+        busy = await client.post(f"{BASE}/complete", json=body, headers=alice.headers)
+        assert busy.status_code == 409
+        assert "is being completed since" in busy.json()["message"]
+        assert "complete again after" in busy.json()["message"]
+
+        await set_upload(services, prepared["uploadId"], status_changed_at=utcnow() - COMPLETING_LEASE)
+        done = await client.post(f"{BASE}/complete", json=body, headers=alice.headers)
+        assert done.status_code == 202, done.text
+        await services.objects.download(prepared["key"], tmp_path / "assembled")
+        assert (tmp_path / "assembled").read_bytes() == data
+        assert [i.id for i in await queued(services)] == [done.json()["id"]]
+        assert (await upload_row(services, prepared["uploadId"])).status == "COMPLETED"
+
+    async def test_after_assembling_the_parts(self, client, outside, services, alice, orders, tmp_path) -> None:
+        size = PART + 7
+        data = content(size)
+        prepared = (await prepare(client, alice, size)).json()
+        await send_all(client, outside, prepared, data)
+        key, upload_id = prepared["key"], prepared["uploadId"]
+        stored = await services.objects.stored_parts(key, upload_id)
+        await services.objects.complete_multipart(key, upload_id, [stored[1], stored[2]])
+        await set_upload(services, upload_id, status="COMPLETING", status_changed_at=utcnow() - COMPLETING_LEASE)
+
+        done = await client.post(f"{BASE}/complete", json={"uploadId": upload_id, "key": key}, headers=alice.headers)
+        assert done.status_code == 202, done.text
+        await services.objects.download(key, tmp_path / "assembled")
+        assert (tmp_path / "assembled").read_bytes() == data
+        assert [i.id for i in await queued(services)] == [done.json()["id"]]
+        assert await parts_left(services, key, upload_id) is None
+
+
+async def test_abandoned_uploads_are_swept(client, outside, services: Services, alice: Account, orders) -> None:
+    old = (await prepare(client, alice, 10)).json()
+    fresh = (await prepare(client, alice, 10)).json()
+    for prepared in (old, fresh):
+        await send_all(client, outside, prepared, b"0123456789")
+    await set_upload(services, old["uploadId"], expires_at=utcnow() - ABANDONED_AFTER - timedelta(minutes=1))
+
+    assert await sweep_abandoned(services.db, services.objects) == 1
+    assert (await upload_row(services, old["uploadId"])).status == "ABORTED"
+    assert await parts_left(services, old["key"], old["uploadId"]) is None
+    assert (await upload_row(services, fresh["uploadId"])).status == "OPEN"
+    assert await parts_left(services, fresh["key"], fresh["uploadId"]) == 1
+    assert await sweep_abandoned(services.db, services.objects) == 0
+
+
+async def test_a_running_worker_sweeps(client, outside, services: Services, alice: Account, orders) -> None:
+    old = (await prepare(client, alice, 10)).json()
+    await send_all(client, outside, old, b"0123456789")
+    await set_upload(services, old["uploadId"], expires_at=utcnow() - ABANDONED_AFTER - timedelta(minutes=1))
+    async with running_worker(services):
+        for _ in range(100):
+            if (await upload_row(services, old["uploadId"])).status == "ABORTED":
+                break
+            await asyncio.sleep(0.1)
+    assert (await upload_row(services, old["uploadId"])).status == "ABORTED"
+    assert await parts_left(services, old["key"], old["uploadId"]) is None
