@@ -1,4 +1,8 @@
-"""The `datawell` command line."""
+"""The `datawell` command line.
+
+The graphs, the model clients and the vector store take seconds to import, so commands
+import them when they run: `datawell --help` and the eval commands that only read files
+answer at once."""
 
 from __future__ import annotations
 
@@ -6,21 +10,20 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from datawell.app import build_services
 from datawell.config import Settings
 from datawell.errors import DatawellError, InvalidInput
 from datawell.evals.commands import eval_app
-from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
-from datawell.graphs.runs import AskRequest, run_nl2ql
-from datawell.llm.models import ModelChoice, StageChoices
-from datawell.services import Services
 from datawell.storage import access, users
-from datawell.storage.tables import User
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from datawell.services import Services
+    from datawell.storage.tables import User
 
 app = typer.Typer(help="Datawell: an open data platform for agents.", no_args_is_help=True)
 users_app = typer.Typer(help="Manage users.", no_args_is_help=True)
@@ -36,6 +39,8 @@ T = TypeVar("T")
 
 def run(work: Callable[[Services], Awaitable[T]]) -> T:
     """Run one command against freshly built services; errors become a message and exit code 1."""
+
+    from datawell.app import build_services
 
     async def main() -> T:
         services = await build_services(Settings())
@@ -235,6 +240,9 @@ def ask(
     provider: Annotated[str | None, typer.Option(help="Provider of --model.")] = None,
 ) -> None:
     """Ask a question in plain language: prints the generated query and its rows."""
+    from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
+    from datawell.graphs.runs import AskRequest, run_nl2ql
+    from datawell.llm.models import ModelChoice, StageChoices
 
     async def work(services: Services) -> list[Any]:
         async with services.db.session() as session:
@@ -268,8 +276,9 @@ def demo(
     """Load the bundled shop demo (customers, orders) through the real ingestion path, then
     ask the assistant a question about it and print its plan, steps and answer."""
     from datawell import demo as demo_data
-    from datawell.graphs.events import AnswerReady, PlanReady, StepFinished
-    from datawell.graphs.runs import run_assistant
+    from datawell.graphs.events import AnswerReady, PlanReady, RunFailed, StepFinished
+    from datawell.graphs.runs import AskRequest, run_assistant
+    from datawell.llm.models import ModelChoice, StageChoices
 
     async def work(services: Services) -> None:
         caller, namespace, report = await demo_data.load(services, user)

@@ -9,22 +9,23 @@ import asyncio
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from datawell.app import Overrides, default_models
 from datawell.config import Settings
 from datawell.errors import DatawellError, ModelError
-from datawell.evals import records, report, runner, scoring, suites
-from datawell.evals.judge import ModelJudge
-from datawell.evals.oracle import oracle_for
+from datawell.evals import records, report, scoring, suites
 from datawell.evals.suites import Case, Suite, SuiteError
-from datawell.llm.embeddings import HashingEmbedder
-from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
-from datawell.prompts import PromptLibrary
+
+if TYPE_CHECKING:
+    from datawell.evals.judge import ModelJudge
+    from datawell.llm.models import StageChoices
+
+# The graphs and model clients (datawell.app, evals.runner, llm.*) are imported by the
+# commands that run them, so that list, compare and summary answer at once.
 
 eval_app = typer.Typer(help="Prompt evals: run suites, re-score predictions, compare reports.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -48,6 +49,11 @@ def _load(name: str | Path) -> Suite:
 def _judge(judge_model: str | None, prompt_dir: Path | None) -> ModelJudge | None:
     if not judge_model:
         return None
+    from datawell.app import default_models
+    from datawell.evals.judge import ModelJudge
+    from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.prompts import PromptLibrary
+
     choices = StageChoices(default=ModelChoice(model=judge_model))
     return ModelJudge(default_models(Settings()).for_stage("judge", choices), PromptLibrary(prompt_dir))
 
@@ -106,6 +112,13 @@ def run_suite(
 ) -> report.Report:
     """Predict `cases` (default all) of `suite`, save them in `out`, score them and write the
     report there; prints the summary lines. Raises `SuiteError`/`DatawellError`."""
+    from datawell.app import Overrides
+    from datawell.evals import runner
+    from datawell.evals.oracle import oracle_for
+    from datawell.llm.embeddings import HashingEmbedder
+    from datawell.llm.models import FixedChatModels
+    from datawell.prompts import PromptLibrary
+
     chosen = cases or suite.cases
     overrides = Overrides(
         models=FixedChatModels(oracle_for(suite)) if scripted else None,
@@ -172,6 +185,12 @@ _JUDGE_OPTION = typer.Option(help="Model for llm-judge assertions (off without i
 _TIMEOUT_OPTION = typer.Option(help="Seconds one case may take.")
 
 
+def _choices(model: str | None, provider: str | None) -> StageChoices:
+    from datawell.llm.models import ModelChoice, StageChoices
+
+    return StageChoices(default=ModelChoice(model=model, provider=provider))
+
+
 def _check_prompt_dir(prompt_dir: Path | None) -> None:
     if prompt_dir is not None and not prompt_dir.is_dir():
         raise _fail(f"--prompt-dir {prompt_dir} is not a folder")
@@ -198,7 +217,7 @@ def run_command(
         result = run_suite(
             suite,
             out or _default_out(suite),
-            choices=StageChoices(default=ModelChoice(model=model, provider=provider)),
+            choices=_choices(model, provider),
             prompt_dir=prompt_dir,
             scripted=scripted,
             judge_model=judge_model,
@@ -235,7 +254,7 @@ def all_command(
     _check_prompt_dir(prompt_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or Path("eval-results") / f"all-{stamp}"
-    choices = StageChoices(default=ModelChoice(model=model, provider=provider))
+    choices = _choices(model, provider)
     results: list[tuple[str, report.Report]] = []
     for name, suite in loaded:
         folder = out / _folder_name(suite)
@@ -318,6 +337,10 @@ def score_command(
     async def work() -> list[scoring.CaseResult]:
         if not scoring.missing_gold_queries(suite, saved):
             return await scoring.score_all(suite, saved, judge)
+        from datawell.app import Overrides
+        from datawell.evals import runner
+        from datawell.llm.embeddings import HashingEmbedder
+
         overrides = Overrides(embedder=HashingEmbedder() if info.scripted else None)
         async with runner.gold_store(suite, runner.default_targets(), overrides) as fallback:
             return await scoring.score_all(suite, saved, judge, fallback)

@@ -97,3 +97,15 @@ def test_namespace_argument_must_name_the_owner(environment: Settings) -> None:
     code, _, err = run_cli("grants", "list", "lab")
     assert code == 2
     assert "OWNER/NAMESPACE" in err
+
+
+def test_help_does_not_load_the_graphs_models_or_vector_store() -> None:
+    """`datawell --help` and the file-only eval commands answer without importing the heavy
+    libraries (seconds each); commands that need them import them when they run."""
+    import subprocess
+    import sys
+
+    heavy = ["langgraph", "langchain_core", "litellm", "qdrant_client", "sentence_transformers", "a2a", "datawell.app"]
+    probe = f"import sys, datawell.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
