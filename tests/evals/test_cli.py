@@ -160,7 +160,9 @@ def test_all_runs_every_suite_into_its_folder_and_writes_one_summary(
     use_answers(monkeypatch, WORSE)
     strict = write_suite(tmp_path, SUITE)
     lenient = tmp_path / "lenient.yaml"
-    lenient.write_text(SUITE.replace("name: cli-mini", "name: cli-lenient").replace("threshold: 0.75", "threshold: 0.6"))
+    lenient.write_text(
+        SUITE.replace("name: cli-mini", "name: cli-lenient").replace("threshold: 0.75", "threshold: 0.6")
+    )
     result = invoke("all", str(strict), str(lenient), "--out", str(tmp_path / "runs"))
     # The strict suite fails its threshold, the lenient one still runs and passes: exit 1.
     assert result.exit_code == 1, result.output
