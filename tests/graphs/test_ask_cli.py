@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import datawell.app
 from datawell import cli
 from datawell.app import Overrides, build_services
 from datawell.config import Settings
@@ -37,7 +38,7 @@ def operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ScriptedC
     async def with_fakes(settings: Settings, _overrides: Overrides | None = None) -> Services:
         return await build_services(settings, overrides)
 
-    monkeypatch.setattr(cli, "build_services", with_fakes)
+    monkeypatch.setattr(datawell.app, "build_services", with_fakes)  # what the commands build
 
     async def setup() -> None:
         services = await with_fakes(Settings())
@@ -86,7 +87,7 @@ def test_ask_needs_to_know_whose_access_applies(operator: tuple[ScriptedChatMode
 
 
 async def add_user(name: str) -> None:
-    services = await cli.build_services(Settings())
+    services = await datawell.app.build_services(Settings())
     try:
         async with services.db.session() as session:
             await create_user(session, name)

@@ -132,6 +132,45 @@ async def test_a_failing_step_query_is_repaired(
     assert events[-1].type == "run-finished"
 
 
+async def test_a_query_the_plan_wrote_runs_without_asking_the_query_writer(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    # A small model's plan: the query as its one step, then a sentence about that query.
+    chat_model.script += [
+        PlanOutput(summary="", steps=[OSLO, "This query lists the customers who live in Oslo."]),
+        "Ann lives in Oslo [1].",
+    ]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert of_type(events, PlanReady)[0].steps == [f"Run this query: {OSLO}"]
+    [step] = of_type(events, StepFinished)
+    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
+    assert len(chat_model.calls) == 2  # the plan and the answer; no query writer
+    assert answer_of(events) == "Ann lives in Oslo [1]."
+
+
+async def test_a_query_the_plan_wrote_is_repaired_when_refused(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    bad = "SELECT name FROM customers WHERE town = 'Oslo'"
+    chat_model.script += [
+        PlanOutput(summary="", steps=[bad]),
+        QueryDraft(reasoning="", query=OSLO),
+        "Ann [1].",
+    ]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    [step] = of_type(events, StepFinished)
+    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
+    repair = chat_model.prompts()[1]
+    assert f"Your previous query was:\n{bad}" in repair and "no column 'town'" in repair
+    assert [c.query for c in tools.ran()] == [OSLO]
+
+
 async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
@@ -530,6 +569,7 @@ def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
         "JOIN orders o ON c.customer_id = o.customer_id",
         "GROUP BY c.name",
         "ORDER BY total DESC",
+        "This query adds up what each customer spent.",
         "List the countries of the customers.",
         "From orders, count the orders per product.",
     ]

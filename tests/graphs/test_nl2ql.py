@@ -4,8 +4,9 @@ import pytest
 
 from datawell.errors import Forbidden
 from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady, RunFailed
-from datawell.graphs.nl2ql.state import QueryDraft
-from datawell.graphs.runs import AskRequest, run_nl2ql
+from datawell.graphs.nl2ql.graph import build_graph
+from datawell.graphs.nl2ql.state import QueryContext, QueryDraft
+from datawell.graphs.runs import AskRequest, query_deps, run_nl2ql
 from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
@@ -59,6 +60,20 @@ async def test_one_repair_feeds_the_checker_error_back(
     assert "no column 'customer_name'" in second
     assert "did you mean ['customer_id']" in second
     assert [c.query for c in tools.ran()] == [good]
+
+
+async def test_a_proposed_query_is_checked_and_run_without_a_model_call(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    tools.rows[OSLO] = [{"name": "Ann"}]
+    deps = query_deps(services)
+    graph = build_graph(deps)
+    context = QueryContext(user=shop.user, namespace=shop.namespace)
+
+    out = await graph.ainvoke({"question": "Run this query", "proposed": OSLO}, context=context)
+
+    assert (out["query"], out["rows"], out["attempts"]) == (OSLO, [{"name": "Ann"}], 1)
+    assert chat_model.calls == []
 
 
 async def test_run_time_failure_is_repaired_and_announced_once(

@@ -151,11 +151,16 @@ def stage_text(chunk: BaseMessage) -> str:
 SQL_CLAUSE = re.compile(
     r"^(select|from|join|inner|left|right|full|cross|where|group|order|having|limit|union|with|and|or|on)\b", re.I
 )
+# A step that only comments on the query before it ("This query joins …").
+QUERY_COMMENTARY = re.compile(r"^(this|the|that|above)\s+(query|sql|statement)\b", re.I)
+SQL_STEP = "Run this query: "
 
 
 def join_sql_fragments(steps: list[str]) -> list[str]:
     """Small models sometimes write one SQL query as a list of clause "steps" (SELECT …,
-    FROM …, GROUP BY …). Consecutive clause lines become one step that states the query."""
+    FROM …, GROUP BY …), often followed by a step that explains it. Consecutive clause
+    lines become one step that states the query (`SQL_STEP` + the query); an explanation
+    right after it is dropped, since running it would only repeat the query."""
     joined: list[str] = []
     fragment: list[str] = []
     for step in (s.strip() for s in steps):
@@ -165,12 +170,20 @@ def join_sql_fragments(steps: list[str]) -> list[str]:
             fragment.append(step)
             continue
         if fragment:
-            joined.append("Run this query: " + " ".join(fragment))
+            joined.append(SQL_STEP + " ".join(fragment))
             fragment = []
+        if joined and joined[-1].startswith(SQL_STEP) and QUERY_COMMENTARY.match(step):
+            continue
         joined.append(step)
     if fragment:
-        joined.append("Run this query: " + " ".join(fragment))
+        joined.append(SQL_STEP + " ".join(fragment))
     return joined
+
+
+def proposed_query(instruction: str) -> str:
+    """The query a plan step already states, which the step checks and runs before asking
+    the query writer (one model call fewer); "" for a plain-English step."""
+    return instruction.removeprefix(SQL_STEP) if instruction.startswith(SQL_STEP) else ""
 
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
@@ -236,6 +249,7 @@ async def step(
                 "catalog": state["catalog"],
                 "links": state["links"],
                 "token_budget": max(budget - spent, 1) if budget else 0,
+                "proposed": proposed_query(planned["instruction"]),
             },
             context=runtime.context,
         )

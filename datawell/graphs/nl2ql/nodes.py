@@ -151,6 +151,15 @@ def _summary(exc: QueryError) -> str:
     return "; ".join([exc.message, *(s.message for s in exc.sub_errors)])
 
 
+def adopt(state: QueryState) -> dict[str, Any]:
+    """The proposed query is the first attempt; no model wrote it."""
+    return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": "the query proposed with the question"}
+
+
+def after_catalog(state: QueryState) -> Literal["adopt", "generate"]:
+    return "adopt" if state.get("proposed", "").strip() else "generate"
+
+
 def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]:
     if state.get("error") or state.get("refusal"):
         return DONE

@@ -34,6 +34,9 @@ class QueryInput(TypedDict, total=False):
     links: str
     # Tokens this run may still spend; 0 means no limit.
     token_budget: int
+    # A query the caller already has (an assistant plan that wrote SQL): it is checked and
+    # run as the first attempt, with no model call; if refused, the model repairs it.
+    proposed: str
 
 
 class QueryState(QueryInput, total=False):
