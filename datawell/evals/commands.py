@@ -90,7 +90,7 @@ def _default_out(suite: Suite) -> Path:
 
 def _resolved_model(choices: StageChoices) -> str | None:
     """The model the run's queries go to, as the report should name it (None if none can)."""
-    from datawell.llm.litellm_models import LiteLLMChatModels  # litellm is slow to import
+    from datawell.llm.litellm_models import LiteLLMChatModels
 
     try:
         return LiteLLMChatModels(Settings()).model_name("query", choices)
