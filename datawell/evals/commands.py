@@ -151,6 +151,10 @@ def run_suite(
             def done(case: Case, prediction: records.Prediction) -> None:
                 status = prediction.error.code if prediction.error else "ok"
                 progress.update(task, advance=1, description=suite.name, last=f"{case.id}: {status}")
+                if not console.is_terminal:  # a log file or CI: no live bar, so one line per case
+                    finished = int(progress.tasks[0].completed)
+                    seconds = prediction.latency_ms / 1000
+                    console.print(f"{suite.name} {finished}/{len(chosen)} {case.id}: {status} ({seconds:.0f} s)")
 
             predictions = await runner.predict(
                 suite,

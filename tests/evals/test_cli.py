@@ -56,6 +56,7 @@ def test_run_writes_predictions_and_reports_and_passes(tmp_path: Path, monkeypat
     result = invoke("run", str(suite), "--out", str(tmp_path / "a"))
     assert result.exit_code == 0, result.output
     assert "cli-mini: 3/3 passed, pass rate 100.0% ± 0.0" in result.output
+    assert "cli-mini 2/3 germany: ok (" in result.output  # not a terminal: a progress line per case
     for name in ("predictions.jsonl", "run.json", "report.json", "report.md"):
         assert (tmp_path / "a" / name).is_file()
     report = json.loads((tmp_path / "a" / "report.json").read_text())
