@@ -579,3 +579,25 @@ def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
         "List the countries of the customers.",
         "From orders, count the orders per product.",
     ]
+
+
+def test_steps_that_are_clauses_in_words_join_the_step_before() -> None:
+    from datawell.graphs.assistant.nodes import merge_clause_steps
+
+    steps = [
+        "In orders, join customers on customer_ref to get customer information.",
+        "Filter orders to only include those with a status of 'delivered'.",
+        "Group the results by customer_code.",
+        "Order the results by the total in descending order.",
+        "Find the orders of that customer in 2024.",
+        "Run this query: SELECT 1",
+        "Sort the rows.",
+    ]
+    assert merge_clause_steps(steps) == [
+        "In orders, join customers on customer_ref to get customer information; filter orders to only include "
+        "those with a status of 'delivered'; group the results by customer_code; order the results by the total "
+        "in descending order.",
+        "Find the orders of that customer in 2024.",
+        "Run this query: SELECT 1",
+        "Sort the rows.",
+    ]

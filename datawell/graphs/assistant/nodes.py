@@ -154,6 +154,11 @@ SQL_CLAUSE = re.compile(
 # A step that only comments on the query before it ("This query joins …").
 QUERY_COMMENTARY = re.compile(r"^(this|the|that|above)\s+(query|sql|statement)\b", re.I)
 SQL_STEP = "Run this query: "
+# A step that is one clause of the query before it, in words ("Filter …", "Group the
+# results by …", "Sort …"): small models plan a query as a list of them.
+CLAUSE_IN_WORDS = re.compile(
+    r"^(then\s+)?(filter|group|order|sort|sum|count|average|aggregate|join|limit|rank|keep|exclude|select)\b", re.I
+)
 
 
 def join_sql_fragments(steps: list[str]) -> list[str]:
@@ -180,6 +185,19 @@ def join_sql_fragments(steps: list[str]) -> list[str]:
     return joined
 
 
+def merge_clause_steps(steps: list[str]) -> list[str]:
+    """Steps that are clauses of the step before them, in words (see `CLAUSE_IN_WORDS`),
+    join that step: one instruction, one query. A plan of five such steps took five query
+    writer calls and ran out of time, while the first step's query already answered it."""
+    merged: list[str] = []
+    for step in steps:
+        if merged and not merged[-1].startswith(SQL_STEP) and CLAUSE_IN_WORDS.match(step):
+            merged[-1] = f"{merged[-1].rstrip('.')}; {step[0].lower()}{step[1:]}"
+        else:
+            merged.append(step)
+    return merged
+
+
 def proposed_query(instruction: str) -> str:
     """The query a plan step already states, which the step checks and runs before asking
     the query writer (one model call fewer); "" for a plain-English step."""
@@ -203,7 +221,8 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     output = reply.parsed
     if output is None:
         raise ModelError("the planning model did not return a plan", detail=reply.problem)
-    steps = [PlannedStep(instruction=s, kind="data", search="") for s in join_sql_fragments(output.steps)]
+    instructions = merge_clause_steps(join_sql_fragments(output.steps))
+    steps = [PlannedStep(instruction=s, kind="data", search="") for s in instructions]
     if web and output.web_search.strip():
         words = output.web_search.strip()
         steps.append(PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words))
