@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -98,17 +99,19 @@ def _resolved_model(choices: StageChoices) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What `run` and `all` take from the command line for every suite they run."""
+
+    choices: StageChoices
+    prompt_dir: Path | None = None
+    scripted: bool = False
+    judge_model: str | None = None
+    timeout: float = 600.0
+
+
 def run_suite(
-    suite: Suite,
-    out: Path,
-    *,
-    choices: StageChoices,
-    prompt_dir: Path | None = None,
-    scripted: bool = False,
-    judge_model: str | None = None,
-    cases: list[Case] | None = None,
-    timeout: float = 600.0,
-    suite_ref: str | None = None,
+    suite: Suite, out: Path, options: RunOptions, *, cases: list[Case] | None = None, suite_ref: str | None = None
 ) -> report.Report:
     """Predict `cases` (default all) of `suite`, save them in `out`, score them and write the
     report there; prints the summary lines. Raises `SuiteError`/`DatawellError`."""
@@ -119,6 +122,7 @@ def run_suite(
     from datawell.llm.models import FixedChatModels
     from datawell.prompts import PromptLibrary
 
+    choices, prompt_dir, scripted = options.choices, options.prompt_dir, options.scripted
     chosen = cases or suite.cases
     overrides = Overrides(
         models=FixedChatModels(oracle_for(suite)) if scripted else None,
@@ -135,7 +139,7 @@ def run_suite(
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )
-    judge = _judge(judge_model, prompt_dir)
+    judge = _judge(options.judge_model, prompt_dir)
 
     async def work() -> report.Report:
         with Progress(
@@ -164,7 +168,7 @@ def run_suite(
                 choices=choices,
                 info=info,
                 on_case=done,
-                timeout=timeout,
+                timeout=options.timeout,
                 cases=chosen,
             )
         results = await scoring.score_all(_subset(suite, chosen), predictions, judge)
@@ -217,17 +221,10 @@ def run_command(
     suite = _load(suite_name)
     _check_prompt_dir(prompt_dir)
     chosen = _select(suite, case or [], tag or [])
+    options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout)
     try:
         result = run_suite(
-            suite,
-            out or _default_out(suite),
-            choices=_choices(model, provider),
-            prompt_dir=prompt_dir,
-            scripted=scripted,
-            judge_model=judge_model,
-            cases=chosen,
-            timeout=timeout,
-            suite_ref=_suite_ref(suite_name, suite),
+            suite, out or _default_out(suite), options, cases=chosen, suite_ref=_suite_ref(suite_name, suite)
         )
     except (SuiteError, DatawellError) as exc:
         raise _fail(str(exc)) from None
@@ -258,21 +255,12 @@ def all_command(
     _check_prompt_dir(prompt_dir)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or Path("eval-results") / f"all-{stamp}"
-    choices = _choices(model, provider)
+    options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout)
     results: list[tuple[str, report.Report]] = []
     for name, suite in loaded:
         folder = out / _folder_name(suite)
         try:
-            result = run_suite(
-                suite,
-                folder,
-                choices=choices,
-                prompt_dir=prompt_dir,
-                scripted=scripted,
-                judge_model=judge_model,
-                timeout=timeout,
-                suite_ref=_suite_ref(name, suite),
-            )
+            result = run_suite(suite, folder, options, suite_ref=_suite_ref(name, suite))
         except (SuiteError, DatawellError) as exc:
             typer.echo(f"error: {suite.name}: {exc}", err=True)
             continue
