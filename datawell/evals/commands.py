@@ -84,9 +84,9 @@ def _finish(result: report.Report, out: Path) -> None:
         raise typer.Exit(EXIT_BELOW_THRESHOLD)
 
 
-def _default_out(suite: Suite) -> Path:
+def _default_out(name: str) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return Path("eval-results") / f"{_folder_name(suite)}-{stamp}"
+    return Path("eval-results") / f"{name}-{stamp}"
 
 
 def _resolved_model(choices: StageChoices) -> str | None:
@@ -113,8 +113,8 @@ class RunOptions:
 def run_suite(
     suite: Suite, out: Path, options: RunOptions, *, cases: list[Case] | None = None, suite_ref: str | None = None
 ) -> report.Report:
-    """Predict `cases` (default all) of `suite`, save them in `out`, score them and write the
-    report there; prints the summary lines. Raises `SuiteError`/`DatawellError`."""
+    """Predict `cases` (default all) of `suite`, save them in `out` and score them; the
+    caller writes the report. Raises `SuiteError`/`DatawellError`."""
     from datawell.app import Overrides
     from datawell.evals import runner
     from datawell.evals.oracle import oracle_for
@@ -174,9 +174,7 @@ def run_suite(
         results = await scoring.score_all(_subset(suite, chosen), predictions, judge)
         return report.build_report(records.read_run(out), suite.threshold, results)
 
-    result = asyncio.run(work())
-    _write(result, out)
-    return result
+    return asyncio.run(work())
 
 
 def _suite_ref(name: str, suite: Suite) -> str:
@@ -222,14 +220,12 @@ def run_command(
     _check_prompt_dir(prompt_dir)
     chosen = _select(suite, case or [], tag or [])
     options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout)
+    out = out or _default_out(_folder_name(suite))
     try:
-        result = run_suite(
-            suite, out or _default_out(suite), options, cases=chosen, suite_ref=_suite_ref(suite_name, suite)
-        )
+        result = run_suite(suite, out, options, cases=chosen, suite_ref=_suite_ref(suite_name, suite))
     except (SuiteError, DatawellError) as exc:
         raise _fail(str(exc)) from None
-    if not result.passed:
-        raise typer.Exit(EXIT_BELOW_THRESHOLD)
+    _finish(result, out)
 
 
 @eval_app.command("all")
@@ -253,8 +249,7 @@ def all_command(
     names = suite_names or [path.stem for path in suites.bundled_suites()]
     loaded = [(name, _load(name)) for name in names]
     _check_prompt_dir(prompt_dir)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out = out or Path("eval-results") / f"all-{stamp}"
+    out = out or _default_out("all")
     options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout)
     results: list[tuple[str, report.Report]] = []
     for name, suite in loaded:
@@ -264,6 +259,7 @@ def all_command(
         except (SuiteError, DatawellError) as exc:
             typer.echo(f"error: {suite.name}: {exc}", err=True)
             continue
+        _write(result, folder)
         results.append((folder.name, result))
     summary = _write_summary(out, results)
     typer.echo(f"summary: {summary}")
