@@ -44,6 +44,11 @@ async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
     return [event async for event in run_assistant(services, request)]
 
 
+def oslo_turn(answer: str) -> list[object]:
+    """The scripted replies of one turn about Oslo: a one-step plan, its query, the answer."""
+    return [PlanOutput(summary="", steps=["Names of customers in Oslo"]), QueryDraft(reasoning="", query=OSLO), answer]
+
+
 def of_type(events: list[GraphEvent], kind: type) -> list:
     return [e for e in events if isinstance(e, kind)]
 
@@ -192,11 +197,7 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
 async def test_an_empty_result(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Nobody lives in Oslo [1].",
-    ]
+    chat_model.script += oslo_turn("Nobody lives in Oslo [1].")
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
@@ -243,11 +244,7 @@ async def test_caller_context_is_background_and_never_widens_access(
 async def test_helper_prompt_reaches_every_stage(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann.",
-    ]
+    chat_model.script += oslo_turn("Ann.")
 
     await ask(services, AskRequest(shop.user, shop.namespace, "Who?", helper_prompt="Answer in Norwegian."))
 
@@ -284,9 +281,7 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann lives in Oslo [1].",
+        *oslo_turn("Ann lives in Oslo [1]."),
         PlanOutput(summary="", steps=["Total order amount per customer name"]),
         QueryDraft(reasoning="", query=TOTALS),
         "Ann spent 30.5 [1].",
@@ -532,11 +527,7 @@ async def test_a_namespace_the_caller_cannot_read_is_refused_before_the_run(
     # With a read grant the same question runs, as bob.
     async with services.db.session() as session:
         await set_grant(session, "alice", "shop", "bob", Permission.READ)
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann.",
-    ]
+    chat_model.script += oslo_turn("Ann.")
     events = await ask(services, AskRequest(intruder, shop.namespace, "Names?"))
     assert events[-1].type == "run-finished"
     assert {(c.user, c.namespace) for c in tools.calls} == {("bob", "alice/shop")}
@@ -545,11 +536,7 @@ async def test_a_namespace_the_caller_cannot_read_is_refused_before_the_run(
 async def test_a_consumer_that_stops_listening_stops_the_run(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann.",
-    ]
+    chat_model.script += oslo_turn("Ann.")
     events = run_assistant(services, AskRequest(shop.user, shop.namespace, "Who?"))
     async for event in events:
         if isinstance(event, PlanReady):
