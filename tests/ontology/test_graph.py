@@ -36,21 +36,18 @@ def link(shop: Shop, origin: str, destination: str, hits: int = 10) -> NewLink:
     )
 
 
+async def store(services: Services, shop: Shop, *pairs: tuple[str, str], status: str = ACTIVE) -> None:
+    """Save links between `dataset.field` pairs of the shop, as the curator would."""
+    async with services.db.session() as session:
+        links = [link(shop, origin, destination) for origin, destination in pairs]
+        await save_links(session, shop.namespace.id, links, status=status, curated_by=None, model="m")
+
+
 async def test_active_links_feed_the_graph_and_suggestions_do_not(services: Services, alice: Account) -> None:
     shop = await load(services, "alice")
     ns = shop.namespace.id
-    async with services.db.session() as session:
-        await save_links(
-            session,
-            ns,
-            [link(shop, "orders.customer", "customers.customer_id"), link(shop, "customers.city", "cities.city")],
-            status=ACTIVE,
-            curated_by=None,
-            model="m",
-        )
-        await save_links(
-            session, ns, [link(shop, "orders.product", "products.sku")], status=SUGGESTED, curated_by=None, model="m"
-        )
+    await store(services, shop, ("orders.customer", "customers.customer_id"), ("customers.city", "cities.city"))
+    await store(services, shop, ("orders.product", "products.sku"), status=SUGGESTED)
     async with services.db.session() as session:
         assert len(await active_links(session, ns)) == 2
         [path] = await join_paths(session, ns, "orders", "cities")
@@ -72,15 +69,7 @@ async def test_another_process_sees_changes_through_the_stamp(services: Services
             before = await namespace_graph(session, ns)
             stamp = await links_version(session, ns)
         assert before.number_of_edges() == 0
-        async with services.db.session() as session:
-            await save_links(
-                session,
-                ns,
-                [link(shop, "orders.product", "products.sku")],
-                status=ACTIVE,
-                curated_by=None,
-                model="m",
-            )
+        await store(services, shop, ("orders.product", "products.sku"))
         async with other.session() as session:
             assert await links_version(session, ns) != stamp
             after = await namespace_graph(session, ns)
@@ -99,15 +88,7 @@ async def test_another_process_sees_changes_through_the_stamp(services: Services
 async def test_removing_a_datasets_links(services: Services, alice: Account) -> None:
     shop = await load(services, "alice")
     ns = shop.namespace.id
-    async with services.db.session() as session:
-        await save_links(
-            session,
-            ns,
-            [link(shop, "orders.customer", "customers.customer_id"), link(shop, "orders.product", "products.sku")],
-            status=ACTIVE,
-            curated_by=None,
-            model="m",
-        )
+    await store(services, shop, ("orders.customer", "customers.customer_id"), ("orders.product", "products.sku"))
     async with services.db.session() as session:
         assert await remove_dataset_links(session, shop.datasets["products"].record.id) == 1
     async with services.db.session() as session:
@@ -120,15 +101,7 @@ async def test_same_names_in_two_users_namespaces_do_not_collide(
 ) -> None:
     mine, theirs = await load(services, "alice"), await load(services, "bob")
     for shop in (mine, theirs):
-        async with services.db.session() as session:
-            await save_links(
-                session,
-                shop.namespace.id,
-                [link(shop, "orders.customer", "customers.customer_id")],
-                status=ACTIVE,
-                curated_by=None,
-                model="m",
-            )
+        await store(services, shop, ("orders.customer", "customers.customer_id"))
     async with services.db.session() as session:
         assert len(await active_links(session, mine.namespace.id)) == 1
         assert len(await active_links(session, theirs.namespace.id)) == 1
