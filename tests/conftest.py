@@ -22,6 +22,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
+from tests.fake_runs import FakeRuns
 
 POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
 
@@ -159,6 +160,23 @@ async def alice(services: Services) -> Account:
 @pytest.fixture
 async def bob(services: Services) -> Account:
     return await make_account(services, "bob")
+
+
+SALES_ORDERS = {"dataDescription": "Web shop orders", "schemaDefinition": {"customer": "Customer", "total": "EUR"}}
+
+
+@pytest.fixture
+async def sales(client: httpx.AsyncClient, alice: Account) -> str:
+    """alice's namespace `sales` with one dataset, `orders`."""
+    response = await client.post("/api/v1/ingest/new/sales/orders", json=SALES_ORDERS, headers=alice.headers)
+    assert response.status_code == 201
+    return "sales"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
+    """Canned assistant and nl2ql runs in place of the graphs (for the REST and A2A layers)."""
+    return FakeRuns().install(monkeypatch)
 
 
 @pytest.fixture(scope="session")

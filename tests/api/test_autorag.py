@@ -4,8 +4,6 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
-
 from datawell.llm.models import ModelChoice
 from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
@@ -14,19 +12,6 @@ from tests.fake_runs import ANSWER, PLAN, QUERIES, STEP_ROWS, FakeRuns
 
 URL = "/api/v1/query/autorag"
 SSE = {"Accept": "text/event-stream"}
-ORDERS = {"dataDescription": "Web shop orders", "schemaDefinition": {"customer": "Customer", "total": "EUR"}}
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
-    return FakeRuns().install(monkeypatch)
-
-
-@pytest.fixture
-async def sales(client, alice: Account) -> str:
-    response = await client.post("/api/v1/ingest/new/sales/orders", json=ORDERS, headers=alice.headers)
-    assert response.status_code == 201
-    return "sales"
 
 
 def events_of(body: str) -> list[tuple[str, dict[str, Any]]]:
