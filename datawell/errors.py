@@ -71,6 +71,17 @@ class QueryError(InvalidInput):
     error_code = "QUERY_ERROR"
 
 
+class QueryRefused(DatawellError):
+    """The model found that the namespace's datasets cannot answer the question."""
+
+    status_code = 422
+    error_code = "QUERY_REFUSED"
+
+
+class InternalError(DatawellError):
+    """Something unexpected failed; the cause is logged, never shown."""
+
+
 class ModelError(DatawellError):
     """The language model failed or returned something unusable."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
@@ -42,6 +43,16 @@ def error_response(
         sub_errors=[SubErrorBody(code=s.code, message=s.message) for s in sub_errors or []],
     )
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def error_body(exc: DatawellError) -> dict[str, Any]:
+    """The ErrorResponse of an error, as JSON data (also the SSE `error` event's data)."""
+    return ErrorResponse(
+        error_code=exc.error_code,
+        message=exc.message,
+        error_message=exc.detail,
+        sub_errors=[SubErrorBody(code=s.code, message=s.message) for s in exc.sub_errors],
+    ).model_dump()
 
 
 def validation_error(error: ValidationError, prefix: str = "") -> InvalidInput:
