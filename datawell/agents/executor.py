@@ -15,10 +15,10 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Message, Part, Role, SendMessageRequest
-from a2a.utils.errors import InternalError, UnsupportedOperationError
+from a2a.utils.errors import UnsupportedOperationError
 
 from datawell.agents.requests import PREPARED, RUNS, a2a_error, read_request
-from datawell.errors import DatawellError
+from datawell.errors import DatawellError, InternalError
 from datawell.graphs.events import (
     AnswerReady,
     PlanReady,
@@ -28,7 +28,7 @@ from datawell.graphs.events import (
     StepFinished,
     StepStarted,
 )
-from datawell.runs import AskRequest, Run, Runs
+from datawell.runs import RUN_FAILED, AskRequest, Run, Runs
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class GraphExecutor(AgentExecutor):
             raise a2a_error(exc) from None
         except Exception as exc:
             log.error("%s run failed before it started", type(self).__name__, exc_info=exc)
-            raise InternalError("the run failed; it has been logged") from None
+            raise a2a_error(InternalError(RUN_FAILED)) from None
         return PreparedRun(run=run, data_parts=request.data_parts)
 
     def prepared(self, context: RequestContext) -> PreparedRun:

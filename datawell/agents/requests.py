@@ -13,10 +13,10 @@ from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.types import SendMessageRequest
-from a2a.utils.errors import A2AError, InvalidParamsError
+from a2a.utils.errors import A2AError, InternalError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
-from datawell.errors import DatawellError
+from datawell.errors import INVALID_PARAMS, DatawellError
 from datawell.llm.models import ModelChoice, StageChoices
 from datawell.runs import AskRequest, Runs
 from datawell.storage.access import namespace_named
@@ -93,6 +93,8 @@ def _text(metadata: dict[str, Any], key: str) -> str | None:
 
 
 def a2a_error(exc: DatawellError) -> A2AError:
-    """A request-level Datawell error as a JSON-RPC invalid-params error; `data` carries the
-    Datawell error code (FORBIDDEN, NOT_FOUND, VALIDATION_ERROR, ...)."""
-    return InvalidParamsError(exc.message, data={"errorCode": exc.error_code})
+    """An error found before a run starts, as the JSON-RPC error of its row in
+    `datawell.errors.ERRORS`; `data.errorCode` carries the Datawell code (FORBIDDEN, NOT_FOUND, …)."""
+    mapping = exc.mapping
+    error_class = InvalidParamsError if mapping.json_rpc == INVALID_PARAMS else InternalError
+    return error_class(exc.message, data={"errorCode": mapping.code})
