@@ -95,13 +95,13 @@ def datawell(path: Path, folder: Path, embed: bool) -> Result:
 async def _datawell(path: Path, folder: Path, embed: bool) -> Result:
     import sqlalchemy as sa
 
-    from datawell.app import Overrides, build_services
     from datawell.config import Settings
     from datawell.ingest.mapping import ColumnMapping, FieldSource
     from datawell.ingest.worker import Worker
     from datawell.llm.embeddings import HashingEmbedder
     from datawell.llm.models import FixedChatModels
     from datawell.llm.scripted import ScriptedChatModel
+    from datawell.services import Overrides, build_services
     from datawell.storage import access
     from datawell.storage.datasets import create_dataset
     from datawell.storage.ingestions import enqueue

@@ -25,12 +25,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from datawell.app import Overrides, build_services
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
-from datawell.services import Services
+from datawell.services import Overrides, Services, build_services
 from datawell.storage import access
 from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import create_dataset

@@ -1,37 +1,23 @@
-"""The composition root: builds the services from settings and the Starlette app around them."""
+"""The composition root: the Starlette app around the services (`datawell.services`) and the
+graph runs (`datawell.runs`), with the API, the A2A agents and the in-process worker mounted."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
-from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
-from datawell.api.auth import TokenAuthority
+from datawell.api import a2a, autorag, build_specs, datasets, ingestions, ontology, system, uploads
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
-from datawell.graphs.memory import ConversationMemory
 from datawell.ingest.worker import running_worker
-from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
-from datawell.llm.models import ChatModels
-from datawell.prompts import PromptLibrary
 from datawell.runs import Runs
-from datawell.services import Services
-from datawell.storage.db import Database
-from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
-from datawell.storage.rows import RowStore
-from datawell.storage.vectors import VectorStore
-from datawell.tools.ql import QueryTools
+from datawell.services import Overrides, Services, build_services
 
 API_PREFIX = "/api/v1"
 API_ROUTERS: list[Router] = [
@@ -40,116 +26,29 @@ API_ROUTERS: list[Router] = [
     uploads.router,
     ingestions.router,
     autorag.router,
-    a2a_routes.router,
+    a2a.router,
     ontology.router,
 ]
 
 
-@dataclass(frozen=True)
-class Overrides:
-    """Replacements for services that tests and eval runs swap in (scripted models, a hashing
-    embedder, prompts from another folder, canned graph runs)."""
-
-    models: ChatModels | None = None
-    embedder: Embedder | None = None
-    prompts: PromptLibrary | None = None
-    query_tools: QueryTools | None = None
-    runs: Callable[[Services], Runs] | None = None
-
-
-def signing_secret(settings: Settings) -> str:
-    """The configured JWT key, or one generated once into the data folder."""
-    if settings.jwt_secret is not None:
-        return settings.jwt_secret.get_secret_value()
-    path = settings.data_dir / "jwt-secret"
-    if not path.exists():
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-def part_signing_key(secret: str) -> bytes:
-    """The key of the local store's part URLs, derived from the token key so that every
-    process sharing that key also accepts the others' URLs, while a part signature can never
-    serve as a token signature (or the reverse)."""
-    return hmac.new(secret.encode(), b"datawell upload part urls", hashlib.sha256).digest()
-
-
-def build_object_store(settings: Settings, secret: str) -> ObjectStore:
-    if settings.object_store == "s3":
-        return S3ObjectStore.connect(
-            settings.s3_bucket, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region
-        )
-    return LocalObjectStore(
-        settings.data_dir / "objects",
-        signing_key=part_signing_key(secret),
-        part_url_base=settings.api_base_url() + uploads.PART_PATH,
-    )
-
-
-def default_embedder(settings: Settings) -> Embedder:
-    return MiniLMEmbedder() if settings.embeddings_enabled else HashingEmbedder()
-
-
-def default_models(settings: Settings) -> ChatModels:
-    from datawell.llm.litellm_models import LiteLLMChatModels
-
-    return LiteLLMChatModels(settings)
-
-
-async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
-    overrides = overrides or Overrides()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = Database(settings.resolved_database_url)
-    await db.migrate()
-    secret = signing_secret(settings)
-    tokens = TokenAuthority(
-        db,
-        secret,
-        oidc_issuer=settings.oidc_issuer,
-        oidc_jwks_url=settings.oidc_jwks_url,
-        oidc_audience=settings.oidc_audience,
-    )
-    embedder = overrides.embedder or default_embedder(settings)
-    rows = RowStore(settings.resolved_rows_database_url)
-    vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
-    return Services(
-        settings=settings,
-        db=db,
-        tokens=tokens,
-        rows=rows,
-        vectors=vectors,
-        embedder=embedder,
-        models=overrides.models or default_models(settings),
-        prompts=overrides.prompts or PromptLibrary(),
-        objects=build_object_store(settings, secret),
-        query_tools=overrides.query_tools
-        or QueryTools(
-            db,
-            rows,
-            vectors,
-            embedder,
-            row_cap=settings.query_row_cap,
-            time_limit_seconds=settings.query_time_limit_seconds,
-        ),
-        memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
-    )
-
-
-def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    overrides: Overrides | None = None,
+    runs: Callable[[Services], Runs] = Runs,
+) -> Starlette:
+    """`runs` starts the graph runs of every request; tests pass canned ones."""
     settings = settings or Settings()
     agents = AgentServer(settings)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
         services = await build_services(settings, overrides)
-        runs = (overrides.runs if overrides is not None and overrides.runs else Runs)(services)
+        started = runs(services)
         try:
             async with AsyncExitStack() as stack:
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
-                yield {"services": services, "runs": runs}
+                yield {"services": services, "runs": started}
         finally:
             await agents.aclose()
             await services.close()

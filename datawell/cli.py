@@ -40,7 +40,7 @@ T = TypeVar("T")
 def run(work: Callable[[Services], Awaitable[T]]) -> T:
     """Run one command against freshly built services; errors become a message and exit code 1."""
 
-    from datawell.app import build_services
+    from datawell.services import build_services
 
     async def main() -> T:
         services = await build_services(Settings())

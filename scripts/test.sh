@@ -7,4 +7,5 @@ scripts/setup.sh
 export HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/ruff check .
 .venv/bin/mypy datawell
+.venv/bin/lint-imports  # imports point down only: docs/architecture.md
 exec .venv/bin/pytest "$@"

@@ -16,12 +16,13 @@ import pytest
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from datawell.app import Overrides, create_app
+from datawell.app import create_app
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
-from datawell.services import Services
+from datawell.runs import Runs
+from datawell.services import Overrides, Services
 from tests.fake_runs import FakeRuns
 
 POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
@@ -117,9 +118,9 @@ async def service(
     request: pytest.FixtureRequest, settings: Settings, chat_models: FixedChatModels
 ) -> AsyncIterator[Running]:
     # A test that asks for `fake` gets canned graph runs; every other test the real ones.
-    runs = request.getfixturevalue("fake").bind if "fake" in request.fixturenames else None
-    overrides = Overrides(models=chat_models, embedder=HashingEmbedder(), runs=runs)
-    async with served(create_app(settings, overrides)) as running:
+    runs = request.getfixturevalue("fake").bind if "fake" in request.fixturenames else Runs
+    overrides = Overrides(models=chat_models, embedder=HashingEmbedder())
+    async with served(create_app(settings, overrides, runs)) as running:
         yield running
 
 

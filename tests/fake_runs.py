@@ -1,7 +1,7 @@
 """`Runs` whose assistant and nl2ql runs yield the event sequences `datawell/runs.py` promises
 instead of running the graphs, so the REST and A2A surfaces are tested on their own. Only the
 events are canned: the checks before a run (access, conversation ownership) are the real ones.
-The app gets it through `Overrides(runs=FakeRuns().bind)`."""
+The app gets it through `create_app(..., runs=FakeRuns().bind)`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The A2A runtime behind the routes: per registered agent, a task store, a request handler
 and a JSON-RPC dispatcher from a2a-sdk.
 
-- The caller is authenticated by the route (`datawell.agents.routes`); `CallerContextBuilder`
+- The caller is authenticated by the route (`datawell.api.a2a`); `CallerContextBuilder`
   hands the Datawell user and the app's `Runs` to the executors through the SDK's call
   context, and names the task owner so each user sees only their own tasks.
 - `AgentRequestHandler` starts the run (`GraphExecutor.prepare`: every check) before the SDK

@@ -14,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from datawell.api.auth import current_user
 from datawell.api.errors import validation_error
 from datawell.errors import InvalidInput, SubError, UnsupportedMediaType
+from datawell.storage.tables import User
+from datawell.storage.tokens import TokenAuthority
 
 Endpoint = Callable[..., Awaitable[Any]]
 M = TypeVar("M", bound=BaseModel)
@@ -38,6 +39,14 @@ class Operation:
     description: str = ""
     streams: dict[str, str] = field(default_factory=dict)  # extra media types -> description
     headers: tuple[tuple[str, str], ...] = ()  # documented request headers (name, description)
+
+
+async def current_user(request: Request) -> User:
+    """The caller named by the bearer token (401 without a valid one)."""
+    authority: TokenAuthority = request.state.services.tokens
+    user = await authority.authenticate(request.headers.get("authorization"))
+    request.scope["user"] = user
+    return user
 
 
 class Router:

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import InvalidInput, NotFound, SubError
-from datawell.services import Services
+from datawell.services import PART_PATH, Services
 from datawell.storage.access import Permission, authorize
 from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.ingestions import enqueue
@@ -40,7 +40,6 @@ from datawell.storage.uploads import (
 
 router = Router("uploads")
 
-PART_PATH = "/upload/parts"
 MULTIPART_PATH = "/upload/multipart/{username}/{namespace}/{datasetName}"
 LISTED_PROBLEMS = 100  # sub_errors named one by one; the rest are counted
 

@@ -50,10 +50,10 @@ def _load(name: str | Path) -> Suite:
 def _judge(judge_model: str | None, prompt_dir: Path | None) -> ModelJudge | None:
     if not judge_model:
         return None
-    from datawell.app import default_models
     from datawell.evals.judge import ModelJudge
     from datawell.llm.models import ModelChoice, StageChoices
     from datawell.prompts import PromptLibrary
+    from datawell.services import default_models
 
     choices = StageChoices(default=ModelChoice(model=judge_model))
     return ModelJudge(default_models(Settings()).for_stage("judge", choices), PromptLibrary(prompt_dir))
@@ -115,12 +115,12 @@ def run_suite(
 ) -> report.Report:
     """Predict `cases` (default all) of `suite`, save them in `out` and score them; the
     caller writes the report. Raises `SuiteError`/`DatawellError`."""
-    from datawell.app import Overrides
     from datawell.evals import runner
     from datawell.evals.oracle import oracle_for
     from datawell.llm.embeddings import HashingEmbedder
     from datawell.llm.models import FixedChatModels
     from datawell.prompts import PromptLibrary
+    from datawell.services import Overrides
 
     choices, prompt_dir, scripted = options.choices, options.prompt_dir, options.scripted
     chosen = cases or suite.cases
@@ -325,9 +325,9 @@ def score_command(
     async def work() -> list[scoring.CaseResult]:
         if not scoring.missing_gold_queries(suite, saved):
             return await scoring.score_all(suite, saved, judge)
-        from datawell.app import Overrides
         from datawell.evals import runner
         from datawell.llm.embeddings import HashingEmbedder
+        from datawell.services import Overrides
 
         overrides = Overrides(embedder=HashingEmbedder() if info.scripted else None)
         async with runner.gold_store(suite, runner.default_targets(), overrides) as fallback:

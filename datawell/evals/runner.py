@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from langchain_core.callbacks import get_usage_metadata_callback
 from pydantic import BaseModel
 
-from datawell.app import Overrides, build_services
 from datawell.config import Settings
 from datawell.errors import DatawellError, InternalError
 from datawell.evals.fixtures import FixtureStore, load_fixtures
@@ -42,7 +41,7 @@ from datawell.evals.suites import Case, Suite
 from datawell.graphs.events import AnswerDelta, AnswerReady, LinksCurated, QueryGenerated, RowsReady, RunFailed
 from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, CurateRequest, Run, Runs
-from datawell.services import Services
+from datawell.services import Overrides, Services, build_services
 from datawell.storage.access import NamespaceRef
 from datawell.storage.tables import User
 from datawell.tools.ql import QueryResult

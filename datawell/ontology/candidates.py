@@ -32,11 +32,10 @@ from datasketch import LeanMinHash, MinHash, MinHashLSHEnsemble
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
-from datawell.llm.embeddings import Embedder
 from datawell.ontology.geo import Coordinates, near_count, read_coordinates
 from datawell.ontology.links import MatchType
 from datawell.ontology.profiles import FieldKey, FieldProfile, read_profiles
-from datawell.ontology.semantic import FieldText, field_texts, similarities
+from datawell.ontology.semantic import Embedder, FieldText, field_texts, similarities
 from datawell.ontology.values import overlap
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.rows import RowStore

@@ -9,13 +9,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from datawell.llm.embeddings import Embedder
 from datawell.ontology.profiles import FieldKey
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.vectors import FIELDS, Point, VectorStore
 
 POINT_NAMESPACE = uuid.UUID("6f1c2a4e-93d1-4b4e-9a51-0d6f0c7d2b11")
+
+
+class Embedder(Protocol):
+    """What the ontology needs of an embedder (`datawell.llm.embeddings` has them)."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
 @dataclass(frozen=True)

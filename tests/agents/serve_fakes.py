@@ -8,19 +8,18 @@ import sys
 
 import uvicorn
 
-from datawell.app import Overrides, create_app
+from datawell.app import create_app
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.services import Overrides
 from tests.fake_runs import FakeRuns
 
 
 def main() -> None:
-    overrides = Overrides(
-        models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder(), runs=FakeRuns().bind
-    )
-    app = create_app(Settings(), overrides)
+    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
+    app = create_app(Settings(), overrides, runs=FakeRuns().bind)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 
 

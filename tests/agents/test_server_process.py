@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from datawell.app import Overrides, build_services
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.services import Overrides, build_services
 from datawell.storage.users import create_user
 from tests.agents.a2a_client import discover, message, rpc_body, sdk_client, send, sse_data, wire_message
 

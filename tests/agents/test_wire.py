@@ -210,8 +210,9 @@ async def test_unknown_agent_post_is_404(client, alice: Account) -> None:
 async def test_public_base_url_makes_absolute_urls(settings, chat_models) -> None:
     import httpx
 
-    from datawell.app import Overrides, create_app
+    from datawell.app import create_app
     from datawell.llm.embeddings import HashingEmbedder
+    from datawell.services import Overrides
     from tests.conftest import served
 
     custom = settings.model_copy(update={"public_base_url": "https://data.example.org/"})

@@ -10,12 +10,13 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from datawell.app import Overrides, create_app
+from datawell.app import create_app
 from datawell.cli import app
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.services import Overrides
 from tests.conftest import served
 
 

@@ -8,8 +8,8 @@ import os
 import signal
 import sys
 
-from datawell.app import build_services
 from datawell.config import Settings
+from datawell.services import build_services
 from datawell.storage.access import ensure_namespace
 from datawell.storage.datasets import create_dataset
 from datawell.storage.db import Database

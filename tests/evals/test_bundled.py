@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from datawell.app import Overrides
 from datawell.evals import scoring
 from datawell.evals.fixtures import load_fixtures
 from datawell.evals.records import PredictedLink
@@ -18,7 +17,7 @@ from datawell.evals.suites import load_suite
 from datawell.graphs.events import AnswerReady, GraphEvent, RunFinished
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.runs import AskRequest
-from datawell.services import Services
+from datawell.services import Overrides, Services
 from tests.evals import fakes
 
 

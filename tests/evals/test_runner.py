@@ -9,7 +9,6 @@ from pathlib import Path
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from datawell.app import Overrides
 from datawell.evals import records, scoring
 from datawell.evals.records import PredictedLink
 from datawell.evals.runner import predict
@@ -17,7 +16,7 @@ from datawell.evals.suites import load_suite
 from datawell.graphs.events import AnswerDelta, GraphEvent, RunFinished, StepFinished
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.runs import AskRequest
-from datawell.services import Services
+from datawell.services import Overrides, Services
 from tests.evals import fakes
 from tests.evals.conftest import write_suite
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from datawell.app import Overrides, create_app
+from datawell.app import create_app
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
-from datawell.services import Services
+from datawell.services import Overrides, Services
 from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.tables import Dataset, Link, User
 from datawell.storage.users import get_user

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import datawell.app
+import datawell.services
 from datawell import cli
-from datawell.app import Overrides, build_services
 from datawell.config import Settings
 from datawell.graphs.nl2ql.state import QueryDraft
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
-from datawell.services import Services
+from datawell.services import Overrides, Services, build_services
 from datawell.storage.access import ensure_namespace
 from datawell.storage.users import create_user
 from tests.graphs.conftest import CUSTOMERS
@@ -38,7 +37,7 @@ def operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ScriptedC
     async def with_fakes(settings: Settings, _overrides: Overrides | None = None) -> Services:
         return await build_services(settings, overrides)
 
-    monkeypatch.setattr(datawell.app, "build_services", with_fakes)  # what the commands build
+    monkeypatch.setattr(datawell.services, "build_services", with_fakes)  # what the commands build
 
     async def setup() -> None:
         services = await with_fakes(Settings())
@@ -87,7 +86,7 @@ def test_ask_needs_to_know_whose_access_applies(operator: tuple[ScriptedChatMode
 
 
 async def add_user(name: str) -> None:
-    services = await datawell.app.build_services(Settings())
+    services = await datawell.services.build_services(Settings())
     try:
         async with services.db.session() as session:
             await create_user(session, name)

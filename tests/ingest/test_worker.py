@@ -215,8 +215,9 @@ async def test_shutdown_hands_the_running_job_back(client, services: Services, a
 
 async def test_the_serve_process_runs_a_worker(settings, chat_models) -> None:
     """With `run_worker_in_process` the app's lifespan runs a worker that ingests queued attempts."""
-    from datawell.app import Overrides, create_app
+    from datawell.app import create_app
     from datawell.llm.embeddings import HashingEmbedder
+    from datawell.services import Overrides
     from tests.conftest import make_account, served
 
     settings.run_worker_in_process = True

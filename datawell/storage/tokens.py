@@ -1,4 +1,4 @@
-"""Bearer tokens: HS256 JWTs signed by the service and revocable by id (`jti`), or,
+"""Bearer tokens (the API checks them in `datawell.api.routing`): HS256 JWTs signed by the service and revocable by id (`jti`), or,
 when configured, JWTs of an external OpenID issuer verified against its JWKS."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import jwt
-from starlette.requests import Request
 
 from datawell.errors import Unauthorized
 from datawell.storage.db import Database
@@ -96,10 +95,3 @@ class TokenAuthority:
         if user is None:
             raise Unauthorized(f"no Datawell user for the identity {username!r}")
         return user
-
-
-async def current_user(request: Request) -> User:
-    authority: TokenAuthority = request.state.services.tokens
-    user = await authority.authenticate(request.headers.get("authorization"))
-    request.scope["user"] = user
-    return user
