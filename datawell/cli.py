@@ -241,13 +241,13 @@ def ask(
 ) -> None:
     """Ask a question in plain language: prints the generated query and its rows."""
     from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
-    from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.llm.models import StageChoices
     from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> list[Any]:
         async with services.db.session() as session:
             caller, ref = await resolve_caller_and_namespace(session, namespace, user)
-        request = AskRequest(caller, ref, question, choices=StageChoices(default=ModelChoice(model, provider)))
+        request = AskRequest(caller, ref, question, choices=StageChoices.named(model, provider))
         run = await Runs(services).start_nl2ql(request)
         return [event async for event in run.events()]
 
@@ -278,7 +278,7 @@ def demo(
     ask the assistant a question about it and print its plan, steps and answer."""
     from datawell import demo as demo_data
     from datawell.graphs.events import AnswerReady, PlanReady, RunFailed, StepFinished
-    from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.llm.models import StageChoices
     from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> None:
@@ -286,7 +286,7 @@ def demo(
         for line in report:
             typer.echo(line)
         typer.echo(f"\nQ: {question}\n")
-        request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
+        request = AskRequest(caller, namespace, question, choices=StageChoices.named(model, provider))
         started = await Runs(services).start_assistant(request)
         async for event in started.events():
             if isinstance(event, PlanReady):

@@ -36,10 +36,10 @@ from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.assistant.state import AssistantContext, CallerContext
 from datawell.graphs.curator.graph import build_graph as build_curator_graph
 from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState
-from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunStarted
+from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult, RunStarted
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
-from datawell.graphs.nl2ql.state import QueryContext
+from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
 from datawell.llm.models import StageChoices
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, require
@@ -94,6 +94,14 @@ class Run:
     def events(self) -> Events:
         return self.stream
 
+    async def result(self) -> RunResult:
+        """The whole run, folded (for answers that are not streamed)."""
+        result = RunResult()
+        async with aclosing(self.events()) as events:
+            async for event in events:
+                result.add(event)
+        return result
+
 
 class Runs:
     """Starts the graphs' runs over one deployment's services."""
@@ -125,7 +133,7 @@ class Runs:
             choices=request.choices,
             helper_prompt=request.helper_prompt or "",
         )
-        final: dict[str, Any] = {}
+        final = QueryState()
         stream = cast(
             AsyncGenerator[tuple[str, Any], None],
             graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"]),
@@ -135,11 +143,12 @@ class Runs:
                 if mode == "custom":
                     yield cast(GraphEvent, chunk)
                 else:
-                    final = cast(dict[str, Any], chunk)
-        if final.get("refusal"):
-            raise QueryRefused(f"the datasets cannot answer this: {final['refusal']}")
-        if final.get("error"):
-            raise QueryError(final["error"])
+                    final = cast(QueryState, chunk)
+        outcome = QueryOutcome.of(final)
+        if outcome.refusal:
+            raise QueryRefused(f"the datasets cannot answer this: {outcome.refusal}")
+        if outcome.error:
+            raise QueryError(outcome.error)
 
     async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
         yield RunStarted(conversation_id=conversation_id)

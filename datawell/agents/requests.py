@@ -17,7 +17,7 @@ from a2a.utils.errors import A2AError, InternalError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
 from datawell.errors import INVALID_PARAMS, DatawellError
-from datawell.llm.models import ModelChoice, StageChoices
+from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Runs
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
@@ -48,7 +48,7 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
     if question is None:
         raise InvalidParamsError("the message has no text part: send the question as params.message.parts[0].text")
     owner, name = _namespace(metadata.get("namespace"), user)
-    choice = ModelChoice(_text(metadata, "model"), _text(metadata, "provider"))
+    choices = StageChoices.named(_text(metadata, "model"), _text(metadata, "provider"))
     try:
         async with runs.services.db.session() as session:
             namespace = await namespace_named(session, owner, name)
@@ -64,7 +64,7 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
         user=user,
         namespace=namespace,
         question=question,
-        choices=StageChoices(default=choice),
+        choices=choices,
         conversation_id=conversation_id,
         new_conversation_id=new_conversation_id,
     )

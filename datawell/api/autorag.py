@@ -30,7 +30,7 @@ from datawell.graphs.events import (
     RunStarted,
     StepFinished,
 )
-from datawell.llm.models import ModelChoice, StageChoices
+from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Run, Runs
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
@@ -83,11 +83,11 @@ class AutoRagRequest(ApiModel):
 
     def choices(self) -> StageChoices:
         per_stage = {
-            stage: ModelChoice(choice.model, choice.provider)
+            stage: (choice.model, choice.provider)
             for stage in StageModels.model_fields
             if self.models is not None and (choice := getattr(self.models, stage)) is not None
         }
-        return StageChoices(default=ModelChoice(self.model, self.provider), per_stage=per_stage)
+        return StageChoices.named(self.model, self.provider, per_stage)
 
 
 class AutoRagStep(ApiModel):
@@ -147,21 +147,14 @@ def wants_stream(request: Request) -> bool:
 
 async def json_answer(run: Run) -> Response:
     """The whole run as one body; a failed run answers like the error it failed on."""
-    answer = ""
-    steps: list[AutoRagStep] = []
-    async with aclosing(run.events()) as events:
-        async for event in events:
-            match event:
-                case StepFinished():
-                    steps.append(
-                        AutoRagStep(
-                            instruction=event.instruction, query=event.query, reasoning=event.reasoning, data=event.rows
-                        )
-                    )
-                case AnswerReady():
-                    answer = event.text
-                case RunFailed():
-                    raise event.error
+    result = await run.result()
+    if result.failure is not None:
+        raise result.failure.error
+    steps = [
+        AutoRagStep(instruction=step.instruction, query=step.query, reasoning=step.reasoning, data=step.rows)
+        for step in result.steps
+    ]
+    answer = result.answer.text if result.answer is not None else ""
     body = AutoRagResponse(response=answer, steps=steps, conversation_id=run.conversation_id or "")
     return JSONResponse(body.model_dump(mode="json", by_alias=True))
 

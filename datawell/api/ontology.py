@@ -6,7 +6,6 @@ A namespace in a request is either the caller's own (`shop`) or `owner/namespace
 from __future__ import annotations
 
 import uuid
-from contextlib import aclosing
 from datetime import datetime
 from typing import Literal
 
@@ -19,8 +18,7 @@ from starlette.responses import JSONResponse
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
-from datawell.graphs.events import LinksCurated, RunFailed
-from datawell.llm.models import ModelChoice, StageChoices
+from datawell.llm.models import StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
 from datawell.runs import CurateRequest, Runs
 from datawell.services import Services
@@ -145,28 +143,19 @@ async def curate_links(request: Request, user: User, body: CurateLinksRequest) -
         namespace=namespace,
         dataset=body.dataset,
         activate=body.activate,
-        choices=StageChoices(default=ModelChoice(body.model, body.provider)),
+        choices=StageChoices.named(body.model, body.provider),
     )
-    run = await runs.start_curator(curation)
-    response = CurateLinksResponse(datasets_processed=0, total_selected=0)
-    async with aclosing(run.events()) as events:
-        async for event in events:
-            match event:
-                case LinksCurated():
-                    response.datasets_processed = event.datasets_processed
-                    response.total_selected = len(event.links)
-                    if not event.activated:
-                        response.curated_links = [
-                            CuratedLink(
-                                origin=link.origin,
-                                destination=link.destination,
-                                hits=link.hits,
-                                match_type=link.match_type,
-                            )
-                            for link in event.links
-                        ]
-                case RunFailed():
-                    raise event.error
+    result = await (await runs.start_curator(curation)).result()
+    if result.failure is not None:
+        raise result.failure.error
+    assert result.links is not None  # a curator run that did not fail ends with its links
+    curated = result.links
+    response = CurateLinksResponse(datasets_processed=curated.datasets_processed, total_selected=len(curated.links))
+    if not curated.activated:
+        response.curated_links = [
+            CuratedLink(origin=link.origin, destination=link.destination, hits=link.hits, match_type=link.match_type)
+            for link in curated.links
+        ]
     return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 

@@ -51,11 +51,11 @@ def _judge(judge_model: str | None, prompt_dir: Path | None) -> ModelJudge | Non
     if not judge_model:
         return None
     from datawell.evals.judge import ModelJudge
-    from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.llm.models import StageChoices
     from datawell.prompts import PromptLibrary
     from datawell.services import default_models
 
-    choices = StageChoices(default=ModelChoice(model=judge_model))
+    choices = StageChoices.named(judge_model)
     return ModelJudge(default_models(Settings()).for_stage("judge", choices), PromptLibrary(prompt_dir))
 
 
@@ -192,9 +192,9 @@ _TIMEOUT_OPTION = typer.Option(help="Seconds one case may take.")
 
 
 def _choices(model: str | None, provider: str | None) -> StageChoices:
-    from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.llm.models import StageChoices
 
-    return StageChoices(default=ModelChoice(model=model, provider=provider))
+    return StageChoices.named(model, provider)
 
 
 def _check_prompt_dir(prompt_dir: Path | None) -> None:

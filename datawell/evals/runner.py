@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.callbacks import get_usage_metadata_callback
-from pydantic import BaseModel
 
 from datawell.config import Settings
 from datawell.errors import DatawellError, InternalError
@@ -38,7 +37,7 @@ from datawell.evals.records import (
 )
 from datawell.evals.scoring import gold_queries
 from datawell.evals.suites import Case, Suite
-from datawell.graphs.events import AnswerDelta, AnswerReady, LinksCurated, QueryGenerated, RowsReady, RunFailed
+from datawell.graphs.events import AnswerDelta, RunResult
 from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, CurateRequest, Run, Runs
 from datawell.services import Overrides, Services, build_services
@@ -87,10 +86,6 @@ async def eval_services(overrides: Overrides, folder: Path | None = None) -> Asy
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _dump(event: BaseModel) -> dict[str, Any]:
-    return event.model_dump(mode="json")
-
-
 def _tokens(usage: dict[str, Any]) -> TokenUsage | None:
     if not usage:
         return None
@@ -101,27 +96,22 @@ def _tokens(usage: dict[str, Any]) -> TokenUsage | None:
     )
 
 
-def apply_event(prediction: Prediction, event: BaseModel, answer_parts: list[str]) -> None:
-    """Fold one graph event into the prediction (answer deltas are kept as text, not events)."""
-    if isinstance(event, AnswerDelta):
-        answer_parts.append(event.text)
-        return
-    prediction.events.append(_dump(event))
-    if isinstance(event, QueryGenerated):
-        prediction.query = event.query
-        prediction.repairs = max(0, event.attempts - 1)
-    elif isinstance(event, RowsReady):
-        prediction.query = event.query
-        prediction.rows = event.rows
-    elif isinstance(event, AnswerReady):
-        prediction.answer = event.text
-    elif isinstance(event, LinksCurated):
+def fill(prediction: Prediction, result: RunResult) -> None:
+    """What the run produced, as the prediction records it."""
+    if result.query is not None:
+        prediction.query = result.query.query
+        prediction.repairs = max(0, result.query.attempts - 1)
+    if result.rows is not None:
+        prediction.query = result.rows.query
+        prediction.rows = result.rows.rows
+    prediction.answer = result.answer_text()
+    if result.links is not None:
         prediction.links = [
             PredictedLink(origin=link.origin, destination=link.destination, match_type=link.match_type, hits=link.hits)
-            for link in event.links
+            for link in result.links.links
         ]
-    elif isinstance(event, RunFailed):
-        prediction.error = error_info(event.error)
+    if result.failure is not None:
+        prediction.error = error_info(result.failure.error)
 
 
 def error_info(error: DatawellError) -> ErrorInfo:
@@ -170,7 +160,7 @@ async def predict_case(
     namespace_name = case.vars.namespace or suite.fixtures[0]
     namespace = store.namespace(namespace_name)
     prediction = Prediction(case_id=case.id, kind=suite.kind, question=case.vars.question, namespace=str(namespace))
-    answer_parts: list[str] = []
+    result = RunResult()
     started = time.perf_counter()
     with get_usage_metadata_callback() as usage:
         try:
@@ -178,7 +168,9 @@ async def predict_case(
                 run = await start(targets.runs(services), suite, case, store.user, namespace, choices)
                 async with aclosing(run.events()) as events:
                     async for event in events:
-                        apply_event(prediction, event, answer_parts)
+                        result.add(event)
+                        if not isinstance(event, AnswerDelta):  # the answer holds them; they would dominate the file
+                            prediction.events.append(event.model_dump(mode="json"))
         except DatawellError as exc:
             prediction.error = ErrorInfo(code=exc.error_code, message=exc.message)
         except TimeoutError:
@@ -188,8 +180,7 @@ async def predict_case(
             prediction.error = ErrorInfo(code="EXCEPTION", message=f"{type(exc).__name__}: {exc}")
     prediction.latency_ms = (time.perf_counter() - started) * 1000
     prediction.tokens = _tokens(dict(usage.usage_metadata))
-    if prediction.answer is None and answer_parts:
-        prediction.answer = "".join(answer_parts)
+    fill(prediction, result)  # also what a run cut short by the timeout produced
     for query in gold_queries(suite, case):
         prediction.gold.append(await run_gold(tools, store, namespace_name, query))
     return prediction

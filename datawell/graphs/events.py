@@ -6,6 +6,7 @@ Nodes emit with `emit(event)` (LangGraph's custom stream writer); a runner consu
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langgraph.config import get_stream_writer
@@ -132,6 +133,43 @@ GraphEvent = Annotated[
     | RunFailed,
     Field(discriminator="type"),
 ]
+
+
+@dataclass
+class RunResult:
+    """A whole run folded into what an answer that is not streamed shows (REST JSON, the eval
+    predictions, the curate-links answer): the steps in order, the last event of each kind."""
+
+    plan: PlanReady | None = None
+    steps: list[StepFinished] = field(default_factory=list)
+    answer: AnswerReady | None = None
+    deltas: list[str] = field(default_factory=list)  # the answer so far, while `answer` has not come
+    query: QueryGenerated | None = None
+    rows: RowsReady | None = None
+    links: LinksCurated | None = None
+    failure: RunFailed | None = None
+
+    def add(self, event: GraphEvent) -> None:
+        match event:
+            case PlanReady():
+                self.plan = event
+            case StepFinished():
+                self.steps.append(event)
+            case AnswerDelta():
+                self.deltas.append(event.text)
+            case AnswerReady():
+                self.answer = event
+            case QueryGenerated():
+                self.query = event
+            case RowsReady():
+                self.rows = event
+            case LinksCurated():
+                self.links = event
+            case RunFailed():
+                self.failure = event
+
+    def answer_text(self) -> str | None:
+        return self.answer.text if self.answer is not None else "".join(self.deltas) or None
 
 
 def emit(event: BaseModel) -> None:

@@ -43,6 +43,18 @@ class StageChoices:
     default: ModelChoice = field(default_factory=ModelChoice)
     per_stage: Mapping[str, ModelChoice] = field(default_factory=dict)
 
+    @classmethod
+    def named(
+        cls,
+        model: str | None = None,
+        provider: str | None = None,
+        per_stage: Mapping[str, tuple[str | None, str | None]] | None = None,
+    ) -> StageChoices:
+        """What a request named: `model` and `provider` for every stage, and per stage
+        `(model, provider)` overrides. Every surface builds its choices here."""
+        overrides = {stage: ModelChoice(*named) for stage, named in (per_stage or {}).items()}
+        return cls(default=ModelChoice(model, provider), per_stage=overrides)
+
     def for_stage(self, stage: Stage) -> ModelChoice:
         chosen = self.per_stage.get(stage)
         return chosen if chosen else self.default

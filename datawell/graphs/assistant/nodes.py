@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
@@ -26,6 +26,7 @@ from datawell.graphs.assistant.state import (
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
 from datawell.graphs.nl2ql.nodes import QueryDeps, describe, helper_block
+from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.structured import ask_structured
 from datawell.tools.web import WebSearch
 
@@ -248,7 +249,7 @@ async def step(
     state: AssistantState,
     runtime: Runtime[AssistantContext],
     deps: AssistantDeps,
-    nl2ql: CompiledStateGraph[Any, Any, Any, Any],
+    nl2ql: CompiledStateGraph[QueryState, QueryContext, QueryInput, QueryState],
 ) -> dict[str, Any]:
     results = list(state.get("results", []))
     index = len(results) + 1
@@ -261,7 +262,7 @@ async def step(
         budget = deps.budgets.max_tokens_per_run
         # The step's queries run as the run's caller in the run's namespace: the context is
         # passed on unchanged, whatever the caller context or the plan say.
-        out = await nl2ql.ainvoke(
+        final = await nl2ql.ainvoke(
             {
                 "question": planned["instruction"],
                 "context": step_context(state),
@@ -272,18 +273,18 @@ async def step(
             },
             context=runtime.context,
         )
-        error = out.get("error") or (f"the query writer refused: {out['refusal']}" if out.get("refusal") else "")
+        out = QueryOutcome.of(cast(QueryState, final))
         result = StepResult(
             index=index,
             instruction=planned["instruction"],
             kind="data",
-            query=out.get("query") or out.get("draft", ""),
-            reasoning=out.get("reasoning", ""),
-            rows=out.get("rows", []),
-            truncated=out.get("truncated", False),
-            error=error,
+            query=out.query,
+            reasoning=out.reasoning,
+            rows=out.rows,
+            truncated=out.truncated,
+            error=out.error or (f"the query writer refused: {out.refusal}" if out.refusal else ""),
         )
-        spent += out.get("tokens", 0)
+        spent += out.tokens
     emit(
         StepFinished(
             index=index,

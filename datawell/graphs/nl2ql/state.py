@@ -52,6 +52,31 @@ class QueryState(QueryInput, total=False):
     tokens: int
 
 
+@dataclass(frozen=True)
+class QueryOutcome:
+    """What an nl2ql run ended with: the query that ran and its rows, or why there are none."""
+
+    query: str  # the query that ran, else the last one tried
+    reasoning: str
+    rows: list[dict[str, Any]]
+    truncated: bool
+    tokens: int
+    refusal: str  # the model's reason the datasets cannot answer
+    error: str  # why the run gave up
+
+    @classmethod
+    def of(cls, state: QueryState) -> QueryOutcome:
+        return cls(
+            query=state.get("query") or state.get("draft", ""),
+            reasoning=state.get("reasoning", ""),
+            rows=state.get("rows", []),
+            truncated=state.get("truncated", False),
+            tokens=state.get("tokens", 0),
+            refusal=state.get("refusal", ""),
+            error=state.get("error", ""),
+        )
+
+
 class QueryDraft(BaseModel):
     """Answer the question with one query, or refuse when the datasets cannot answer it."""
 
