@@ -26,13 +26,9 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from datawell.ontology.candidates import (
-    Affinity,
-    CandidateOptions,
-    all_pairs,
-    fuzzy_candidates,
-    value_candidates,
-)
+from datawell.ontology.candidate import CandidateOptions
+from datawell.ontology.fuzzy import fuzzy_candidates
+from datawell.ontology.overlap import Affinity, all_pairs, value_candidates
 from datawell.ontology.profiles import FieldKey, FieldProfile, profile_values
 
 T = TypeVar("T")

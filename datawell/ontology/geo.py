@@ -8,13 +8,15 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import product
+from itertools import combinations, product
 
 import numpy as np
 import sqlalchemy as sa
 
+from datawell.ontology.candidate import Candidate, CandidateOptions
+from datawell.ontology.links import MatchType
 from datawell.ontology.profiles import FieldKey, has_table
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.rows import RowStore
@@ -110,3 +112,33 @@ def near_count(a: np.ndarray, b: np.ndarray, distance_km: float) -> int:
         if nearby and float(((vb[nearby] - point) ** 2).sum(axis=1).min()) <= limit:
             count += 1
     return count
+
+
+def geo_candidates(coordinates: Sequence[Coordinates], options: CandidateOptions) -> list[Candidate]:
+    found: list[Candidate] = []
+    for a, b in combinations(coordinates, 2):
+        if a.dataset_id == b.dataset_id:
+            continue
+        near_a = near_count(a.points, b.points, options.geo_distance_km)
+        near_b = near_count(b.points, a.points, options.geo_distance_km)
+        share_a, share_b = near_a / len(a.points), near_b / len(b.points)
+        if max(share_a, share_b) < options.geo_share or max(near_a, near_b) < options.min_hits:
+            continue
+        origin, destination, hits, share = (a, b, near_a, share_a) if share_a >= share_b else (b, a, near_b, share_b)
+        found.append(
+            Candidate(
+                origin=origin.key,
+                destination=destination.key,
+                origin_dataset_id=origin.dataset_id,
+                destination_dataset_id=destination.dataset_id,
+                match_type=MatchType.GEO,
+                hits=hits,
+                score=round(share, 4),
+                evidence=(
+                    f"{hits} of {len(origin.points)} distinct points of {origin.key} lie within "
+                    f"{options.geo_distance_km:g} km of a point of {destination.key}"
+                ),
+                samples=tuple(f"({y:.5f}, {x:.5f})" for y, x in origin.points[:2].tolist()),
+            )
+        )
+    return found

@@ -11,7 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from datawell.ontology.profiles import FieldKey
+from datawell.ontology.candidate import Candidate, CandidateOptions, orient
+from datawell.ontology.links import MatchType
+from datawell.ontology.profiles import FieldKey, FieldProfile
+from datawell.ontology.values import overlap
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.vectors import FIELDS, Point, VectorStore
 
@@ -91,4 +94,50 @@ async def similarities(
             if other is not None:
                 pair = frozenset((text.key, other))
                 found[pair] = max(found.get(pair, 0.0), round(hit.score, 4))
+    return found
+
+
+# Kinds that can hold the same values: identifiers are often numbers in one dataset and text in another.
+_COMPATIBLE = ({"integer", "text"}, {"real", "text"}, {"integer", "real"})
+
+
+def semantic_candidates(
+    fields: Sequence[FieldText],
+    similarities: dict[frozenset[FieldKey], float],
+    profiles: Sequence[FieldProfile],
+    options: CandidateOptions,
+) -> list[Candidate]:
+    """Fields of different datasets whose names and descriptions mean the same; `hits` is their
+    normalised value overlap (0 when their values differ or there are none yet)."""
+    by_key = {f.key: f for f in fields}
+    profiled = {p.key: p for p in profiles}
+    found: list[Candidate] = []
+    for pair, similarity in similarities.items():
+        if similarity < options.semantic_similarity or len(pair) != 2:
+            continue
+        a, b = sorted((by_key[k] for k in pair), key=lambda f: str(f.key))
+        if a.kind != b.kind and {a.kind, b.kind} not in _COMPATIBLE:
+            continue
+        pa, pb = profiled.get(a.key), profiled.get(b.key)
+        hits = overlap(pa.normalized, pb.normalized) if pa is not None and pb is not None else 0
+        if pa is not None and pb is not None:
+            first, second = orient(pa, pb, hits / max(len(pa.normalized), 1), hits / max(len(pb.normalized), 1))
+            origin, destination = by_key[first.key], by_key[second.key]
+        else:
+            origin, destination = a, b
+        found.append(
+            Candidate(
+                origin=origin.key,
+                destination=destination.key,
+                origin_dataset_id=origin.dataset_id,
+                destination_dataset_id=destination.dataset_id,
+                match_type=MatchType.SEMANTIC,
+                hits=hits,
+                score=similarity,
+                evidence=(
+                    f"names and descriptions are similar (cosine {similarity:.2f}): "
+                    f"{origin.text!r} and {destination.text!r}; {hits} distinct values shared"
+                ),
+            )
+        )
     return found

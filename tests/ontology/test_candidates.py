@@ -7,7 +7,8 @@ left for the model to reject."""
 
 from __future__ import annotations
 
-from datawell.ontology.candidates import Candidate, find_candidates
+from datawell.ontology.candidate import Candidate
+from datawell.ontology.candidates import find_candidates
 from datawell.services import Services
 from datawell.storage.datasets import list_datasets
 from tests.conftest import Account

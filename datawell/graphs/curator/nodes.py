@@ -13,7 +13,8 @@ from datawell.errors import ModelError
 from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState, LinkSelection, Selection
 from datawell.graphs.events import CandidatesFound, CuratedLink, LinksCurated, emit
 from datawell.graphs.structured import ask_structured
-from datawell.ontology.candidates import Candidate, find_candidates
+from datawell.ontology.candidate import Candidate
+from datawell.ontology.candidates import find_candidates
 from datawell.ontology.links import ACTIVE, SUGGESTED, NewLink, drop_suggested, save_links
 from datawell.storage.datasets import DatasetRef
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from datawell.llm.embeddings import Embedder
 from datawell.llm.models import ChatModels, StageChoices
-from datawell.ontology.candidates import Candidate, CandidateOptions
+from datawell.ontology.candidate import Candidate, CandidateOptions
 from datawell.prompts import PromptLibrary
 from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import DatasetRef
