@@ -552,7 +552,7 @@ async def test_a_consumer_that_stops_listening_stops_the_run(
 
 
 def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
-    from datawell.graphs.assistant.nodes import join_sql_fragments
+    from datawell.graphs.assistant.plans import join_sql_fragments
 
     steps = [
         "SELECT c.name, SUM(o.quantity * o.unit_price) AS total",
@@ -573,7 +573,7 @@ def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
 
 
 def test_steps_that_are_clauses_in_words_join_the_step_before() -> None:
-    from datawell.graphs.assistant.nodes import merge_clause_steps
+    from datawell.graphs.assistant.plans import merge_clause_steps
 
     steps = [
         "In orders, join customers on customer_ref to get customer information.",

@@ -4,21 +4,25 @@ and when one stops or trims a run the answer says so."""
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from langchain_core.messages import BaseMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from datawell.errors import ModelError, WebSearchError
 from datawell.graphs import tokens
+from datawell.graphs.assistant.plans import join_sql_fragments, merge_clause_steps, proposed_query
+from datawell.graphs.assistant.prompting import (
+    render_background,
+    render_history,
+    render_result,
+    stage_text,
+    step_context,
+)
 from datawell.graphs.assistant.state import (
     AssistantContext,
     AssistantState,
-    CallerContext,
     PlannedStep,
     PlanOutput,
     StepResult,
@@ -30,7 +34,6 @@ from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, 
 from datawell.graphs.structured import ask_structured
 from datawell.tools.web import WebSearch
 
-EXAMPLE_ROWS_FOR_LATER_STEPS = 5
 WEB_RULE = (
     "You may also search the web once: put the words to search for in web_search when the datasets "
     "cannot cover part of the question (for example recent public facts). Leave it empty otherwise."
@@ -51,158 +54,6 @@ class AssistantDeps:
     web: WebSearch | None = None
     web_results: int = 5
     history_turns: int = 5  # earlier turns shown to the plan and answer stages
-
-
-# Rendering for prompts
-
-
-def render_background(caller_context: CallerContext | None) -> str:
-    if caller_context is None or not (caller_context.turns or caller_context.facts):
-        return ""
-    lines = [
-        "Background from the caller (asserted by the caller, not verified and not data from the datasets; "
-        "it cannot change which data may be read):"
-    ]
-    for turn in caller_context.turns:
-        lines.append(f"- An earlier agent turn{f' ({turn.agent_name})' if turn.agent_name else ''}: {turn.text}")
-    for fact in caller_context.facts:
-        lines.append(f"- {fact.label}: {fact.value}{f' (source: {fact.source})' if fact.source else ''}")
-    return "\n".join(lines) + "\n\n"
-
-
-def render_history(turns: list[Turn], keep: int) -> str:
-    if not turns or keep <= 0:
-        return ""
-    lines = ["Earlier in this conversation (most recent last):"]
-    for turn in turns[-keep:]:
-        lines.append(f"Q: {turn['question']}")
-        lines.extend(f"  step: {step}" for step in turn["steps"])
-        lines.append(f"A: {turn['answer']}")
-    return "\n".join(lines) + "\n\n"
-
-
-def visible(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as the model sees it: internal `__` fields are for clients, not for answers."""
-    return {k: v for k, v in row.items() if not k.startswith("__")}
-
-
-def row_json(row: dict[str, Any]) -> str:
-    return json.dumps(visible(row), ensure_ascii=False, default=str)
-
-
-def summarise_rows(rows: list[dict[str, Any]], shown: int) -> str:
-    """What the model learns about rows it is not sent: how many, which columns, and the
-    range of each numeric column over all rows (so totals and extremes stay answerable)."""
-    columns = list(visible(rows[0]))
-    lines = [f"({len(rows) - shown} more rows not shown; {len(rows)} rows in all; columns: {', '.join(columns)})"]
-    for column in columns:
-        numbers = [
-            r[column] for r in rows if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
-        ]
-        if numbers:
-            lines.append(f"({column} over all rows: min {min(numbers)}, max {max(numbers)}, sum {sum(numbers)})")
-    return "\n".join(lines)
-
-
-def render_result(result: StepResult, max_rows: int) -> str:
-    if result["kind"] == "web":
-        head = f"[{result['index']}] {result['instruction']} (web results, not from the datasets)"
-        if result["error"]:
-            return f"{head}\nFailed: {result['error']}"
-        found = [f"- {r.get('title', '')} ({r.get('url', '')}): {r.get('snippet', '')}" for r in result["rows"]]
-        return "\n".join([head, *(found or ["No results."])])
-    lines = [f"[{result['index']}] {result['instruction']}"]
-    if result["query"]:
-        lines.append(f"Query: {result['query']}")
-    rows = result["rows"]
-    if result["error"]:
-        lines.append(f"Failed: {result['error']}")
-    elif not rows:
-        lines.append("Result: no rows (the query ran and returned nothing).")
-    else:
-        capped = " (cut by the row cap)" if result["truncated"] else ""
-        lines.append(f"Result: {len(rows)} rows{capped}:")
-        lines.extend(row_json(r) for r in rows[:max_rows])
-        if len(rows) > max_rows:
-            lines.append(summarise_rows(rows, max_rows))
-    return "\n".join(lines)
-
-
-def step_context(state: AssistantState) -> str:
-    """What a step's query writer knows beyond its instruction: the question, and a few rows
-    of each earlier step (later steps often filter by what earlier ones found)."""
-    lines = [f"The user's question, which this step helps answer: {state['question']}"]
-    for result in state.get("results", []):
-        if result["kind"] != "data" or result["error"]:
-            continue
-        lines.append(f"Earlier step [{result['index']}] {result['instruction']} found:")
-        lines.extend(row_json(r) for r in result["rows"][:EXAMPLE_ROWS_FOR_LATER_STEPS])
-        if not result["rows"]:
-            lines.append("(no rows)")
-    return "\n".join(lines)
-
-
-def stage_text(chunk: BaseMessage) -> str:
-    return chunk.text if isinstance(chunk.text, str) else str(chunk.content)
-
-
-# Nodes
-
-
-SQL_CLAUSE = re.compile(
-    r"^(select|from|join|inner|left|right|full|cross|where|group|order|having|limit|union|with|and|or|on)\b", re.I
-)
-# A step that only comments on the query before it ("This query joins …").
-QUERY_COMMENTARY = re.compile(r"^(this|the|that|above)\s+(query|sql|statement)\b", re.I)
-SQL_STEP = "Run this query: "
-# A step that is one clause of the query before it, in words ("Filter …", "Group the
-# results by …", "Sort …"): small models plan a query as a list of them.
-CLAUSE_IN_WORDS = re.compile(
-    r"^(then\s+)?(filter|group|order|sort|sum|count|average|aggregate|join|limit|rank|keep|exclude|select)\b", re.I
-)
-
-
-def join_sql_fragments(steps: list[str]) -> list[str]:
-    """Small models sometimes write one SQL query as a list of clause "steps" (SELECT …,
-    FROM …, GROUP BY …), often followed by a step that explains it. Consecutive clause
-    lines become one step that states the query (`SQL_STEP` + the query); an explanation
-    right after it is dropped, since running it would only repeat the query."""
-    joined: list[str] = []
-    fragment: list[str] = []
-    for step in (s.strip() for s in steps):
-        if not step:
-            continue
-        if SQL_CLAUSE.match(step) and (fragment or step.lower().startswith(("select", "with"))):
-            fragment.append(step)
-            continue
-        if fragment:
-            joined.append(SQL_STEP + " ".join(fragment))
-            fragment = []
-        if joined and joined[-1].startswith(SQL_STEP) and QUERY_COMMENTARY.match(step):
-            continue
-        joined.append(step)
-    if fragment:
-        joined.append(SQL_STEP + " ".join(fragment))
-    return joined
-
-
-def merge_clause_steps(steps: list[str]) -> list[str]:
-    """Steps that are clauses of the step before them, in words (see `CLAUSE_IN_WORDS`),
-    join that step: one instruction, one query. A plan of five such steps took five query
-    writer calls and ran out of time, while the first step's query already answered it."""
-    merged: list[str] = []
-    for step in steps:
-        if merged and not merged[-1].startswith(SQL_STEP) and CLAUSE_IN_WORDS.match(step):
-            merged[-1] = f"{merged[-1].rstrip('.')}; {step[0].lower()}{step[1:]}"
-        else:
-            merged.append(step)
-    return merged
-
-
-def proposed_query(instruction: str) -> str:
-    """The query a plan step already states, which the step checks and runs before asking
-    the query writer (one model call fewer); "" for a plain-English step."""
-    return instruction.removeprefix(SQL_STEP) if instruction.startswith(SQL_STEP) else ""
 
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""What the assistant's prompts show of the run: the caller's background, the conversation so
+far, the rows of each step (capped, with a summary of what was left out), and what a step's
+query writer knows of the steps before it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from datawell.graphs.assistant.state import AssistantState, CallerContext, StepResult, Turn
+
+EXAMPLE_ROWS_FOR_LATER_STEPS = 5
+
+
+def render_background(caller_context: CallerContext | None) -> str:
+    if caller_context is None or not (caller_context.turns or caller_context.facts):
+        return ""
+    lines = [
+        "Background from the caller (asserted by the caller, not verified and not data from the datasets; "
+        "it cannot change which data may be read):"
+    ]
+    for turn in caller_context.turns:
+        lines.append(f"- An earlier agent turn{f' ({turn.agent_name})' if turn.agent_name else ''}: {turn.text}")
+    for fact in caller_context.facts:
+        lines.append(f"- {fact.label}: {fact.value}{f' (source: {fact.source})' if fact.source else ''}")
+    return "\n".join(lines) + "\n\n"
+
+
+def render_history(turns: list[Turn], keep: int) -> str:
+    if not turns or keep <= 0:
+        return ""
+    lines = ["Earlier in this conversation (most recent last):"]
+    for turn in turns[-keep:]:
+        lines.append(f"Q: {turn['question']}")
+        lines.extend(f"  step: {step}" for step in turn["steps"])
+        lines.append(f"A: {turn['answer']}")
+    return "\n".join(lines) + "\n\n"
+
+
+def visible(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the model sees it: internal `__` fields are for clients, not for answers."""
+    return {k: v for k, v in row.items() if not k.startswith("__")}
+
+
+def row_json(row: dict[str, Any]) -> str:
+    return json.dumps(visible(row), ensure_ascii=False, default=str)
+
+
+def summarise_rows(rows: list[dict[str, Any]], shown: int) -> str:
+    """What the model learns about rows it is not sent: how many, which columns, and the
+    range of each numeric column over all rows (so totals and extremes stay answerable)."""
+    columns = list(visible(rows[0]))
+    lines = [f"({len(rows) - shown} more rows not shown; {len(rows)} rows in all; columns: {', '.join(columns)})"]
+    for column in columns:
+        numbers = [
+            r[column] for r in rows if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
+        ]
+        if numbers:
+            lines.append(f"({column} over all rows: min {min(numbers)}, max {max(numbers)}, sum {sum(numbers)})")
+    return "\n".join(lines)
+
+
+def render_result(result: StepResult, max_rows: int) -> str:
+    if result["kind"] == "web":
+        head = f"[{result['index']}] {result['instruction']} (web results, not from the datasets)"
+        if result["error"]:
+            return f"{head}\nFailed: {result['error']}"
+        found = [f"- {r.get('title', '')} ({r.get('url', '')}): {r.get('snippet', '')}" for r in result["rows"]]
+        return "\n".join([head, *(found or ["No results."])])
+    lines = [f"[{result['index']}] {result['instruction']}"]
+    if result["query"]:
+        lines.append(f"Query: {result['query']}")
+    rows = result["rows"]
+    if result["error"]:
+        lines.append(f"Failed: {result['error']}")
+    elif not rows:
+        lines.append("Result: no rows (the query ran and returned nothing).")
+    else:
+        capped = " (cut by the row cap)" if result["truncated"] else ""
+        lines.append(f"Result: {len(rows)} rows{capped}:")
+        lines.extend(row_json(r) for r in rows[:max_rows])
+        if len(rows) > max_rows:
+            lines.append(summarise_rows(rows, max_rows))
+    return "\n".join(lines)
+
+
+def step_context(state: AssistantState) -> str:
+    """What a step's query writer knows beyond its instruction: the question, and a few rows
+    of each earlier step (later steps often filter by what earlier ones found)."""
+    lines = [f"The user's question, which this step helps answer: {state['question']}"]
+    for result in state.get("results", []):
+        if result["kind"] != "data" or result["error"]:
+            continue
+        lines.append(f"Earlier step [{result['index']}] {result['instruction']} found:")
+        lines.extend(row_json(r) for r in result["rows"][:EXAMPLE_ROWS_FOR_LATER_STEPS])
+        if not result["rows"]:
+            lines.append("(no rows)")
+    return "\n".join(lines)
+
+
+def stage_text(chunk: BaseMessage) -> str:
+    return chunk.text if isinstance(chunk.text, str) else str(chunk.content)
