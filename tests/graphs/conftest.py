@@ -10,15 +10,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from datawell.app import create_app
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
-from datawell.services import Overrides, Services
+from datawell.services import Overrides, Services, build_services
 from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.tables import Dataset, Link, User
 from datawell.storage.users import get_user
-from tests.conftest import Account, Running, served
+from tests.conftest import Account
 from tests.graphs.fakes import FakeQueryTools, table
 
 CUSTOMERS = {"id": "integer", "name": "text", "city": "text"}
@@ -31,10 +30,15 @@ def tools() -> FakeQueryTools:
 
 
 @pytest.fixture
-async def service(settings: Settings, chat_models: FixedChatModels, tools: FakeQueryTools) -> AsyncIterator[Running]:
-    overrides = Overrides(models=chat_models, embedder=HashingEmbedder(), query_tools=tools)
-    async with served(create_app(settings, overrides)) as running:
-        yield running
+async def services(settings: Settings, chat_models: FixedChatModels, tools: FakeQueryTools) -> AsyncIterator[Services]:
+    """The services a graph runs over, with the scripted model and fake query tools; no app."""
+    services = await build_services(
+        settings, Overrides(models=chat_models, embedder=HashingEmbedder(), query_tools=tools)
+    )
+    try:
+        yield services
+    finally:
+        await services.close()
 
 
 @dataclass
