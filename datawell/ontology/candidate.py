@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from datawell.ontology.links import MatchType
 from datawell.ontology.profiles import FieldKey, FieldProfile
@@ -35,6 +36,16 @@ class CandidateOptions:
     geo_share: float = 0.5  # share of one side's points with a point of the other side nearby
 
 
+class Side(Protocol):
+    """One end of a candidate: a field (profiled, embedded, or a coordinate pair) of a dataset."""
+
+    @property
+    def key(self) -> FieldKey: ...
+
+    @property
+    def dataset_id(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Candidate:
     origin: FieldKey  # the referencing side: the field whose values are found in the other
@@ -50,6 +61,29 @@ class Candidate:
     @property
     def pair(self) -> frozenset[FieldKey]:
         return frozenset((self.origin, self.destination))
+
+    @classmethod
+    def between(
+        cls,
+        origin: Side,
+        destination: Side,
+        match_type: MatchType,
+        hits: int,
+        score: float,
+        evidence: str,
+        samples: tuple[str, ...] = (),
+    ) -> Candidate:
+        return cls(
+            origin=origin.key,
+            destination=destination.key,
+            origin_dataset_id=origin.dataset_id,
+            destination_dataset_id=destination.dataset_id,
+            match_type=match_type,
+            hits=hits,
+            score=score,
+            evidence=evidence,
+            samples=samples,
+        )
 
 
 def orient(a: FieldProfile, b: FieldProfile, share_a: float, share_b: float) -> tuple[FieldProfile, FieldProfile]:

@@ -92,11 +92,9 @@ def _fuzzy(a: FieldProfile, b: FieldProfile, options: CandidateOptions) -> Candi
         f"(one edit apart, or rapidfuzz ratio >= {options.fuzzy_score:g}) in {destination.key}, "
         f"{near} of them only nearly"
     )
-    return Candidate(
-        origin=origin.key,
-        destination=destination.key,
-        origin_dataset_id=origin.dataset_id,
-        destination_dataset_id=destination.dataset_id,
+    return Candidate.between(
+        origin,
+        destination,
         match_type=MatchType.FUZZY,
         hits=matched,
         score=round(share, 4),

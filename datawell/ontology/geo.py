@@ -126,11 +126,9 @@ def geo_candidates(coordinates: Sequence[Coordinates], options: CandidateOptions
             continue
         origin, destination, hits, share = (a, b, near_a, share_a) if share_a >= share_b else (b, a, near_b, share_b)
         found.append(
-            Candidate(
-                origin=origin.key,
-                destination=destination.key,
-                origin_dataset_id=origin.dataset_id,
-                destination_dataset_id=destination.dataset_id,
+            Candidate.between(
+                origin,
+                destination,
                 match_type=MatchType.GEO,
                 hits=hits,
                 score=round(share, 4),

@@ -237,11 +237,9 @@ def _count(
         f"({origin.distinct} distinct) appear in {destination.key} ({destination.distinct} distinct, "
         f"{destination.uniqueness:.0%} unique per row)"
     )
-    return Candidate(
-        origin=origin.key,
-        destination=destination.key,
-        origin_dataset_id=origin.dataset_id,
-        destination_dataset_id=destination.dataset_id,
+    return Candidate.between(
+        origin,
+        destination,
         match_type=match_type,
         hits=hits,
         score=round(score, 4),

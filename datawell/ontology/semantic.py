@@ -126,11 +126,9 @@ def semantic_candidates(
         else:
             origin, destination = a, b
         found.append(
-            Candidate(
-                origin=origin.key,
-                destination=destination.key,
-                origin_dataset_id=origin.dataset_id,
-                destination_dataset_id=destination.dataset_id,
+            Candidate.between(
+                origin,
+                destination,
                 match_type=MatchType.SEMANTIC,
                 hits=hits,
                 score=similarity,
