@@ -14,6 +14,7 @@ Anything else raised is unexpected: it is logged and shown as `UNEXPECTED` (no i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 INVALID_PARAMS = -32602  # JSON-RPC: the request cannot be served as sent
 INTERNAL = -32603  # JSON-RPC: the service failed
@@ -25,8 +26,7 @@ class SubError:
     message: str
 
 
-@dataclass(frozen=True)
-class ErrorMapping:
+class ErrorMapping(NamedTuple):
     http_status: int
     code: str  # ErrorResponse.error_code, SSE error events, A2A errorCode
     json_rpc: int

@@ -237,13 +237,14 @@ async def ending_in_failure(events: Events) -> Events:
 
 
 def query_deps(services: Services) -> QueryDeps:
+    s = services
     return QueryDeps(
-        tools=services.query_tools,
-        models=services.models,
-        prompts=services.prompts,
-        db=services.db,
-        max_attempts=services.settings.query_max_attempts,
-        dialect=DIALECT_NAMES.get(services.rows.dialect, services.rows.dialect),
+        tools=s.query_tools,
+        models=s.models,
+        prompts=s.prompts,
+        db=s.db,
+        max_attempts=s.settings.query_max_attempts,
+        dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
     )
 
 
@@ -264,11 +265,5 @@ def assistant_deps(services: Services) -> AssistantDeps:
 
 
 def curator_deps(services: Services) -> CuratorDeps:
-    return CuratorDeps(
-        db=services.db,
-        rows=services.rows,
-        vectors=services.vectors,
-        embedder=services.embedder,
-        models=services.models,
-        prompts=services.prompts,
-    )
+    s = services
+    return CuratorDeps(db=s.db, rows=s.rows, vectors=s.vectors, embedder=s.embedder, models=s.models, prompts=s.prompts)

@@ -61,12 +61,7 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
     elif conversations:
         new_conversation_id = message.context_id = str(uuid.uuid4())
     ask = AskRequest(
-        user=user,
-        namespace=namespace,
-        question=question,
-        choices=choices,
-        conversation_id=conversation_id,
-        new_conversation_id=new_conversation_id,
+        user, namespace, question, choices, conversation_id=conversation_id, new_conversation_id=new_conversation_id
     )
     return AgentRequest(ask=ask, data_parts=not modes or bool(modes & DATA_MODES))
 
