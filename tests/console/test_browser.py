@@ -27,7 +27,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.storage.users import create_user
-from tests.agents.test_server_process import free_port
+from tests.agents.test_server_process import free_port, stop
 from tests.fake_runs import ANSWER, PLAN
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -123,11 +123,7 @@ async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
                 await asyncio.sleep(0.1)
         yield Server(base, tokens)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
