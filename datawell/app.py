@@ -1,5 +1,5 @@
 """The composition root: the Starlette app around the services (`datawell.services`) and the
-graph runs (`datawell.runs`), with the API, the A2A agents and the in-process worker mounted."""
+graph runs (`datawell.runs`), with the API, the A2A agents, the console and the in-process worker mounted."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
 from datawell.api import a2a, autorag, build_specs, datasets, ingestions, ontology, system, uploads
@@ -15,6 +16,8 @@ from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.console import ConsoleCookies
+from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
 from datawell.runs import Runs
 from datawell.services import Overrides, Services, build_services
@@ -53,11 +56,17 @@ def create_app(
             await agents.aclose()
             await services.close()
 
-    routes: list[Route] = []
+    routes: list[BaseRoute] = []
     for router in API_ROUTERS:
         routes.extend(router.routes(API_PREFIX))
     routes.extend(system.router.routes(""))
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+    routes.extend(console_routes())
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+    )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
