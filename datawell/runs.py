@@ -6,8 +6,8 @@ the graphs.
         ...
 
 `Runs` has one `start_*` per graph. Each checks everything a run needs before it returns
-(the caller's access to the namespace, once; the conversation is the caller's; the dataset
-exists) and raises a `DatawellError` when a check fails, so a surface answers that as a plain
+(the caller's access to the namespace, once; a model for every stage the graph uses; the
+conversation is the caller's; the dataset exists) and raises a `DatawellError` when a check fails, so a surface answers that as a plain
 request error. The returned `Run`'s `events()` then only streams the graph's events
 (`datawell.graphs.events`): a failure during the run is its last event, `RunFailed`, which
 keeps the exception; nothing is raised. Closing the stream (a client gone) stops the graph.
@@ -40,7 +40,7 @@ from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
-from datawell.llm.models import StageChoices
+from datawell.llm.models import Stage, StageChoices
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
@@ -111,15 +111,18 @@ class Runs:
 
     async def start_nl2ql(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
+        self._check_models(request.choices, "query")
         return Run(ending_in_failure(self.nl2ql_events(request)))
 
     async def start_assistant(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
+        self._check_models(request.choices, "plan", "query", "answer")
         conversation_id = await self._open_conversation(request)
         return Run(ending_in_failure(self.assistant_events(request, conversation_id)), conversation_id)
 
     async def start_curator(self, request: CurateRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.WRITE)
+        self._check_models(request.choices, "curate")
         async with self.services.db.session() as session:
             datasets = await list_datasets(session, request.namespace)
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
@@ -200,6 +203,10 @@ class Runs:
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:
             await require(session, user, namespace, wanted)
+
+    def _check_models(self, choices: StageChoices, *stages: Stage) -> None:
+        for stage in stages:
+            self.services.models.check(stage, choices)
 
     async def _open_conversation(self, request: AskRequest) -> str:
         """The conversation to run in: the caller's own to continue, or a new one."""

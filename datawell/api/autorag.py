@@ -46,7 +46,7 @@ per step `step` `{index, instruction, query, reasoning, data, error}` (`data` = 
 `answer` `{text}` (the whole answer),
 `run-finished` `{conversationId}`.
 A run that fails after it started ends with `error` (an ErrorResponse) instead of `run-finished`.
-Errors found before the run starts (401, 403, 404, 422) are plain ErrorResponses, not streams.
+Errors found before the run starts (401, 403, 404, 422; 502 when a stage has no usable model) are plain ErrorResponses, not streams.
 Closing the connection cancels the run."""
 
 

@@ -260,7 +260,10 @@ class LiteLLMChatModels:
             "name one in the request, or turn the embedded model on (DATAWELL_EMBEDDED_MODEL_ENABLED=true)"
         )
 
-    def check(self, name: str) -> None:
+    def check(self, stage: Stage, choices: StageChoices | None = None) -> None:
+        self.for_stage(stage, choices)
+
+    def refuse_unusable(self, name: str) -> None:
         """Refuse, before any call, a model that cannot work: unknown, disabled or keyless."""
         if name.startswith(f"{embedded.PROVIDER}/"):
             if not self.settings.embedded_model_enabled:
@@ -284,7 +287,7 @@ class LiteLLMChatModels:
         name = self.model_name(stage, choices)
         model = self._models.get(name)
         if model is None:
-            self.check(name)
+            self.refuse_unusable(name)
             model = LiteLLMChatModel(
                 model=name,
                 request_timeout=self.settings.llm_timeout_seconds,

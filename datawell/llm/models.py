@@ -63,6 +63,9 @@ class StageChoices:
 class ChatModels(Protocol):
     def for_stage(self, stage: Stage, choices: StageChoices | None = None) -> BaseChatModel: ...
 
+    def check(self, stage: Stage, choices: StageChoices | None = None) -> None:
+        """Raise `ModelError` now, before a run starts, when `stage` has no usable model."""
+
 
 class FixedChatModels:
     """Every stage gets the same model, or the model given for that stage; records what was
@@ -76,3 +79,6 @@ class FixedChatModels:
     def for_stage(self, stage: Stage, choices: StageChoices | None = None) -> BaseChatModel:
         self.requests.append((stage, (choices or StageChoices()).for_stage(stage)))
         return self.per_stage.get(stage, self.model)
+
+    def check(self, stage: Stage, choices: StageChoices | None = None) -> None:
+        """Every stage has a model."""

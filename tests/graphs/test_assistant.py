@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from sqlalchemy import func, select
 
-from datawell.errors import Forbidden, NotFound
+from datawell.errors import Forbidden, ModelError, NotFound
 from datawell.graphs.assistant.state import CallerContext, CallerFact, CallerTurn, PlanOutput
 from datawell.graphs.events import (
     AnswerDelta,
@@ -22,7 +23,7 @@ from datawell.graphs.events import (
     StepFinished,
 )
 from datawell.graphs.nl2ql.state import QueryDraft
-from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
+from datawell.llm.models import FixedChatModels, ModelChoice, Stage, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, Runs
 from datawell.services import Services
@@ -592,3 +593,34 @@ def test_steps_that_are_clauses_in_words_join_the_step_before() -> None:
         "Run this query: SELECT 1",
         "Sort the rows.",
     ]
+
+
+class NoModelFor(FixedChatModels):
+    """Models where one stage has nothing usable (an unknown model, a missing key)."""
+
+    def __init__(self, model: ScriptedChatModel, stage: str) -> None:
+        super().__init__(model)
+        self.refused = stage
+
+    def check(self, stage: Stage, choices: StageChoices | None = None) -> None:
+        if stage == self.refused:
+            raise ModelError(f"unknown model for {stage}")
+
+
+async def test_a_stage_without_a_usable_model_refuses_the_run_before_it_starts(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    for stage in ("plan", "query", "answer"):
+        with pytest.raises(ModelError, match=f"unknown model for {stage}"):
+            await runs_refusing(services, chat_model, stage).start_assistant(
+                AskRequest(shop.user, shop.namespace, "Who?")
+            )
+    with pytest.raises(ModelError, match="unknown model for query"):
+        await runs_refusing(services, chat_model, "query").start_nl2ql(AskRequest(shop.user, shop.namespace, "Who?"))
+    assert tools.calls == [] and chat_model.calls == []
+    async with services.db.session() as session:
+        assert (await session.execute(select(func.count()).select_from(Conversation))).scalar_one() == 0
+
+
+def runs_refusing(services: Services, model: ScriptedChatModel, stage: str) -> Runs:
+    return Runs(dataclasses.replace(services, models=NoModelFor(model, stage)))
