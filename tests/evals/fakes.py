@@ -4,6 +4,7 @@ vector store's scores), and graph runs that answer from a table of questions."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -15,6 +16,8 @@ from datawell.errors import QueryError
 from datawell.evals.records import PredictedLink
 from datawell.evals.runner import Targets
 from datawell.graphs.events import CuratedLink, GraphEvent, LinksCurated, QueryGenerated, RowsReady, RunFailed
+from datawell.llm.models import FixedChatModels
+from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, CurateRequest, Events, Runs
 from datawell.services import Services
 from datawell.storage import datasets
@@ -114,6 +117,10 @@ def targets(
         yield  # pragma: no cover
 
     class ScriptedRuns(Runs):
+        def __init__(self, services: Services) -> None:
+            # The scripted runs ask no model, so any configured one (or none) will do.
+            super().__init__(dataclasses.replace(services, models=FixedChatModels(ScriptedChatModel([]))))
+
         async def nl2ql_events(self, request: AskRequest) -> Events:
             async for event in (nl2ql or never)(self.services, request):
                 yield event
