@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from starlette.routing import Route
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
 from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
-from datawell.api.auth import TokenAuthority
+from datawell.api.auth import signing_secret, token_authority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -55,18 +54,6 @@ class Overrides:
     query_tools: QueryTools | None = None
 
 
-def signing_secret(settings: Settings) -> str:
-    """The configured JWT key, or one generated once into the data folder."""
-    if settings.jwt_secret is not None:
-        return settings.jwt_secret.get_secret_value()
-    path = settings.data_dir / "jwt-secret"
-    if not path.exists():
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
 def part_signing_key(secret: str) -> bytes:
     """The key of the local store's part URLs, derived from the token key so that every
     process sharing that key also accepts the others' URLs, while a part signature can never
@@ -82,7 +69,7 @@ def build_object_store(settings: Settings, secret: str) -> ObjectStore:
     return LocalObjectStore(
         settings.data_dir / "objects",
         signing_key=part_signing_key(secret),
-        part_url_base=settings.api_base_url() + uploads.PART_PATH,
+        part_url_base=API_PREFIX + uploads.PART_PATH,  # made absolute per request by prepare
     )
 
 
@@ -102,13 +89,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     db = Database(settings.resolved_database_url)
     await db.migrate()
     secret = signing_secret(settings)
-    tokens = TokenAuthority(
-        db,
-        secret,
-        oidc_issuer=settings.oidc_issuer,
-        oidc_jwks_url=settings.oidc_jwks_url,
-        oidc_audience=settings.oidc_audience,
-    )
+    tokens = token_authority(db, settings)
     embedder = overrides.embedder or default_embedder(settings)
     rows = RowStore(settings.resolved_rows_database_url)
     vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
@@ -137,7 +118,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
 def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
-    agents = AgentServer(settings)
+    agents = AgentServer()
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
@@ -158,5 +139,5 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
-    app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
+    app.state.openapi = build_openapi(mounted, settings.auth_url)
     return app

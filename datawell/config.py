@@ -17,9 +17,18 @@ class Settings(BaseSettings):
     )
     database_url: str | None = Field(None, description="SQLAlchemy async URL; default SQLite in data_dir.")
     rows_database_url: str | None = Field(None, description="Database for dataset rows; default: database_url.")
-    public_base_url: str = Field("http://127.0.0.1:8000", description="Address clients use to reach the service.")
+    public_base_url: str | None = Field(
+        None,
+        description="Address clients use to reach the service, for the absolute URLs it hands out; "
+        "unset: the address each request was sent to.",
+    )
     host: str = "127.0.0.1"
     port: int = 8000
+
+    # The client commands (`datawell upload`, `ask`, …): the server they talk to (default:
+    # where `datawell serve` listens on this machine) and the bearer token they send.
+    server: str | None = None
+    token: SecretStr | None = None
 
     # Auth: tokens are HS256 JWTs signed with this key. The default is generated once
     # into data_dir so a fresh machine works; set it explicitly for several processes.
@@ -77,6 +86,13 @@ class Settings(BaseSettings):
     ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
 
+    @property
+    def server_url(self) -> str:
+        if self.server:
+            return self.server
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
     @cached_property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"
@@ -84,6 +100,3 @@ class Settings(BaseSettings):
     @cached_property
     def resolved_rows_database_url(self) -> str:
         return self.rows_database_url or self.resolved_database_url
-
-    def api_base_url(self) -> str:
-        return self.public_base_url.rstrip("/") + "/api/v1"
