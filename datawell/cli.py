@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from datawell.commands import ask, data, upload
+from datawell.commands import ask, data, demo, upload
 from datawell.commands.local import Metadata, run, run_metadata
-from datawell.commands.output import rows_table
 from datawell.config import Settings
 from datawell.evals.commands import eval_app
 from datawell.storage import access, users
@@ -182,47 +181,7 @@ app.command()(data.attempts)
 app.command()(data.retry)
 app.command()(data.clear)
 app.command()(ask.ask)
-
-
-DEMO_QUESTION = "Which customer spent the most in total, and how much?"
-
-
-@app.command()
-def demo(
-    question: Annotated[str, typer.Argument(help="The question to ask about the demo data.")] = DEMO_QUESTION,
-    user: Annotated[str, typer.Option(help="The user who owns the demo namespace (created if missing).")] = "demo",
-    model: Annotated[str | None, typer.Option(help="Model for every stage (a litellm name).")] = None,
-    provider: Annotated[str | None, typer.Option(help="Provider of --model.")] = None,
-) -> None:
-    """Load the bundled shop demo (customers, orders) through the real ingestion path, then
-    ask the assistant a question about it and print its plan, steps and answer."""
-    from datawell import demo as demo_data
-    from datawell.graphs.events import AnswerReady, PlanReady, RunFailed, StepFinished
-    from datawell.graphs.runs import AskRequest, run_assistant
-    from datawell.llm.models import ModelChoice, StageChoices
-
-    async def work(services: Services) -> None:
-        caller, namespace, report = await demo_data.load(services, user)
-        for line in report:
-            typer.echo(line)
-        typer.echo(f"\nQ: {question}\n")
-        request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
-        async for event in run_assistant(services, request):
-            if isinstance(event, PlanReady):
-                typer.echo("plan:")
-                for number, step in enumerate(event.steps, 1):
-                    typer.echo(f"  {number}. {step}")
-            elif isinstance(event, StepFinished):
-                typer.echo(f"\nstep {event.index}: {event.query or event.error}")
-                for line in rows_table(event.rows[:10]):
-                    typer.echo(f"  {line}")
-            elif isinstance(event, AnswerReady):
-                typer.echo(f"\nA: {event.text}")
-            elif isinstance(event, RunFailed):
-                typer.echo(f"error: {event.message}", err=True)
-                raise typer.Exit(1)
-
-    run(work)
+app.command()(demo.demo)
 
 
 def main() -> None:

@@ -23,7 +23,12 @@ class AsyncClient(Operations):
 
     async def send(self, call: Call[T]) -> T:
         request = self.http.build_request(
-            call.method, call.path, json=call.json, params=call.params or None, headers=call.headers, content=call.content
+            call.method,
+            call.path,
+            json=call.json,
+            params=call.params or None,
+            headers=call.headers,
+            content=call.content,
         )
         if "://" in call.path:
             request.headers.pop("Authorization", None)

@@ -14,3 +14,8 @@ def rows_table(rows: Sequence[Mapping[str, Any]], width: int = 40) -> list[str]:
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in cells]
     return lines
+
+
+def count(number: int, noun: str) -> str:
+    """'1 row', '60 rows'."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

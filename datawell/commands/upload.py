@@ -14,6 +14,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColum
 
 from datawell.client import ApiError, Client, IngestionAttempt, UploadProgress
 from datawell.commands.data import DatasetArgument
+from datawell.commands.output import count
 from datawell.commands.remote import ServerOption, TokenOption, connect, dataset_address, fail
 
 TABULAR = {".csv": ",", ".tsv": "\t"}
@@ -109,7 +110,7 @@ class UploadBar:
             return
         if self.ingestion is None:
             self.ingestion = self.progress.add_task("ingestion", total=attempt.expected_total_bytes, detail="")
-        detail = f"{attempt.processed_rows} rows  {attempt.status}"
+        detail = f"{count(attempt.processed_rows, 'row')}  {attempt.status}"
         self.progress.update(self.ingestion, completed=attempt.processed_bytes, detail=detail)
 
     def __enter__(self) -> Self:
@@ -128,4 +129,5 @@ def report(dataset: str, attempt: IngestionAttempt, waited: bool) -> None:
         return
     if attempt.status != "SUCCEEDED":
         raise fail(f"ingestion {attempt.id} of {attempt.attributes.name} {attempt.status}: {attempt.status_message}")
-    typer.echo(f"{dataset}: {attempt.processed_rows} rows from {attempt.attributes.name} (ingestion {attempt.id})")
+    rows = count(attempt.processed_rows, "row")
+    typer.echo(f"{dataset}: {rows} from {attempt.attributes.name} (ingestion {attempt.id})")

@@ -4,10 +4,10 @@ a multipart upload in parallel parts with progress, the assistant's events as a 
 from __future__ import annotations
 
 import inspect
-from datetime import UTC, datetime
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ def test_every_rest_operation_has_a_client_method(live: Live) -> None:
 def test_the_client_imports_nothing_of_the_server() -> None:
     probe = "import sys, datawell.client; print(sorted(m for m in sys.modules if m.startswith('datawell')))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert eval(loaded) == sorted(  # noqa: S307  (our own subprocess's repr of a list of names)
+    assert eval(loaded) == sorted(
         ["datawell", "datawell.client"]
         + [f"datawell.client.{m}" for m in ("aio", "errors", "models", "operations", "streams", "sync")]
     )
