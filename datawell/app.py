@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -24,6 +24,7 @@ from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
+from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.db import Database
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
@@ -46,12 +47,13 @@ API_ROUTERS: list[Router] = [
 @dataclass(frozen=True)
 class Overrides:
     """Replacements for services that tests and eval runs swap in (scripted models, a hashing
-    embedder, prompts from another folder)."""
+    embedder, prompts from another folder, canned graph runs)."""
 
     models: ChatModels | None = None
     embedder: Embedder | None = None
     prompts: PromptLibrary | None = None
     query_tools: QueryTools | None = None
+    runs: Callable[[Services], Runs] | None = None
 
 
 def part_signing_key(secret: str) -> bytes:
@@ -121,13 +123,14 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     agents = AgentServer()
 
     @asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
         services = await build_services(settings, overrides)
+        runs = (overrides.runs if overrides is not None and overrides.runs else Runs)(services)
         try:
             async with AsyncExitStack() as stack:
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
-                yield {"services": services}
+                yield {"services": services, "runs": runs}
         finally:
             await agents.aclose()
             await services.close()

@@ -82,14 +82,15 @@ def print_run(events: Iterable[tuple[str, dict[str, Any]]]) -> str:
 
 def ask_locally(question: str, namespace: str, user: str | None, model: str | None, provider: str | None) -> None:
     from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
-    from datawell.graphs.runs import AskRequest, run_nl2ql
     from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> list[Any]:
         async with services.db.session() as session:
             caller, ref = await resolve_caller_and_namespace(session, namespace, user)
         request = AskRequest(caller, ref, question, choices=StageChoices(default=ModelChoice(model, provider)))
-        return [event async for event in run_nl2ql(services, request)]
+        started = await Runs(services).start_nl2ql(request)
+        return [event async for event in started.events()]
 
     for event in run(work):
         if isinstance(event, QueryGenerated):
@@ -120,5 +121,5 @@ async def resolve_caller_and_namespace(
                 else "no users yet: create one with `datawell users create NAME`"
             )
         caller = everyone[0]
-    ref = await access.authorize(session, caller, owner or caller.username, name, access.Permission.READ)
+    ref = await access.namespace_named(session, owner or caller.username, name)
     return caller, ref

@@ -38,8 +38,8 @@ def demo(
         return
     from datawell import demo as demo_data
     from datawell.graphs.events import AnswerReady, PlanReady, RunFailed, StepFinished
-    from datawell.graphs.runs import AskRequest, run_assistant
     from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> None:
         caller, namespace, report = await demo_data.load(services, user)
@@ -47,7 +47,8 @@ def demo(
             typer.echo(line)
         typer.echo(f"\nQ: {question}\n")
         request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
-        async for event in run_assistant(services, request):
+        started = await Runs(services).start_assistant(request)
+        async for event in started.events():
             if isinstance(event, PlanReady):
                 typer.echo("plan:")
                 for number, step in enumerate(event.steps, 1):
