@@ -26,7 +26,7 @@ def datasets(
         {"dataset": d.dataset_name, "fields": ", ".join(d.schema_definition), "description": d.data_description}
         for d in found
     ]
-    for line in rows_table(rows, width=60) if rows else [f"no datasets in {namespace}"]:
+    for line in rows_table(rows, width=80) if rows else [f"no datasets in {namespace}"]:
         typer.echo(line)
 
 
