@@ -9,7 +9,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
@@ -19,6 +20,8 @@ from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.console import ConsoleCookies
+from datawell.console import routes as console_routes
 from datawell.graphs.memory import ConversationMemory
 from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
@@ -135,11 +138,17 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
             await agents.aclose()
             await services.close()
 
-    routes: list[Route] = []
+    routes: list[BaseRoute] = []
     for router in API_ROUTERS:
         routes.extend(router.routes(API_PREFIX))
     routes.extend(system.router.routes(""))
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+    routes.extend(console_routes())
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+    )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.openapi = build_openapi(mounted, settings.auth_url)

@@ -6,7 +6,6 @@ folder. One per test module: starting it takes seconds."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.agents.test_server_process import free_port, stop
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -74,15 +69,6 @@ def start(command: list[str], env: dict[str, str], url: str) -> subprocess.Popen
             time.sleep(0.2)
     stop(process)
     pytest.fail("the server did not start")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="module")
