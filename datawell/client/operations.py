@@ -64,6 +64,21 @@ class Call(Generic[T]):
     content: bytes | None = None
     long_running: bool = False  # a model answers: no read timeout
 
+    def request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        request = http.build_request(
+            self.method,
+            self.path,
+            json=self.json,
+            params=self.params or None,
+            headers=self.headers,
+            content=self.content,
+        )
+        if "://" in self.path:
+            request.headers.pop("Authorization", None)
+        if self.long_running:
+            request.extensions["timeout"] = httpx.Timeout(http.timeout.connect, read=None).as_dict()
+        return request
+
     def read(self, response: httpx.Response) -> T:
         if response.is_error:
             raise error_of(response)

@@ -23,19 +23,7 @@ class Client(Operations):
         self.http = httpx.Client(**connection_options(server, token, timeout))
 
     def send(self, call: Call[T]) -> T:
-        request = self.http.build_request(
-            call.method,
-            call.path,
-            json=call.json,
-            params=call.params or None,
-            headers=call.headers,
-            content=call.content,
-        )
-        if "://" in call.path:
-            request.headers.pop("Authorization", None)
-        if call.long_running:
-            request.extensions["timeout"] = httpx.Timeout(self.http.timeout.connect, read=None).as_dict()
-        return call.read(self.http.send(request))
+        return call.read(self.http.send(call.request(self.http)))
 
     def upload(
         self,
