@@ -18,11 +18,26 @@ T = TypeVar("T")
 
 
 class AsyncClient(Operations):
-    def __init__(self, server: str, token: str | None = None, *, timeout: float = 60.0) -> None:
-        self.http = httpx.AsyncClient(**connection_options(server, token, timeout))
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """`transport` replaces the network (the app in process through httpx.ASGITransport, for one)."""
+        self.http = httpx.AsyncClient(**connection_options(server, token, timeout), transport=transport)
 
     async def send(self, call: Call[T]) -> T:
-        return call.read(await self.http.send(call.request(self.http)))
+        sent = 0
+        while True:
+            sent += 1
+            try:
+                return call.read(await self.http.send(call.request(self.http)))
+            except httpx.TransportError as error:
+                if not call.may_resend(error, sent):
+                    raise
 
     async def upload(
         self,

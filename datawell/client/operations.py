@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 P = ParamSpec("P")
 API = "/api/v1"
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+# A keep-alive connection the server closed just as a request went out fails like this; a
+# request that may be repeated is sent again, on a new connection.
+DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+RESENDS = 2
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class Call(Generic[T]):
         if self.long_running:
             request.extensions["timeout"] = httpx.Timeout(http.timeout.connect, read=None).as_dict()
         return request
+
+    def may_resend(self, error: httpx.TransportError, sent: int) -> bool:
+        return self.method in IDEMPOTENT and isinstance(error, DROPPED) and sent <= RESENDS
 
     def read(self, response: httpx.Response) -> T:
         if response.is_error:

@@ -19,11 +19,26 @@ T = TypeVar("T")
 
 
 class Client(Operations):
-    def __init__(self, server: str, token: str | None = None, *, timeout: float = 60.0) -> None:
-        self.http = httpx.Client(**connection_options(server, token, timeout))
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """`transport` replaces the network (httpx.MockTransport, for one)."""
+        self.http = httpx.Client(**connection_options(server, token, timeout), transport=transport)
 
     def send(self, call: Call[T]) -> T:
-        return call.read(self.http.send(call.request(self.http)))
+        sent = 0
+        while True:
+            sent += 1
+            try:
+                return call.read(self.http.send(call.request(self.http)))
+            except httpx.TransportError as error:
+                if not call.may_resend(error, sent):
+                    raise
 
     def upload(
         self,
