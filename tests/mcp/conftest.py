@@ -21,6 +21,8 @@ from tests.conftest import Account, Running
 from tests.tools.conftest import ORDERS, load
 
 MCP_PATH = "/api/v1/mcp"
+TOOL_NAMES = {"list_datasets", "describe_dataset", "run_query", "semantic_search", "list_links", "ask_nl2ql",
+              "ask_assistant"}  # fmt: skip
 ORDER_FIELDS = {"order_id": "order number", "customer": "who ordered", "total": "amount in EUR", "paid": "paid yet?",
                 "note": "what was ordered", "placed": "when"}  # fmt: skip
 ORDER_TYPES = {"order_id": "integer", "customer": "text", "total": "real", "paid": "boolean", "note": "text",

@@ -11,17 +11,8 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import Account
 from tests.fake_runs import ANSWER, NL2QL_QUERY, NL2QL_ROWS, PLAN, FakeRuns
-from tests.mcp.conftest import MCP_PATH, Connect
+from tests.mcp.conftest import MCP_PATH, TOOL_NAMES, Connect
 
-TOOLS = {
-    "list_datasets",
-    "describe_dataset",
-    "run_query",
-    "semantic_search",
-    "list_links",
-    "ask_nl2ql",
-    "ask_assistant",
-}
 MODES = ["legacy", "2026-07-28"]
 
 
@@ -29,7 +20,7 @@ MODES = ["legacy", "2026-07-28"]
 async def test_lists_every_tool_with_schemas(connect: Connect, alice: Account, mode: str) -> None:
     async with connect(alice, mode) as mcp:
         listed = {tool.name: tool for tool in (await mcp.list_tools()).tools}
-    assert set(listed) == TOOLS
+    assert set(listed) == TOOL_NAMES
     for tool in listed.values():
         assert tool.output_schema is not None and tool.annotations and tool.annotations.read_only_hint
         if tool.name != "list_datasets":
