@@ -47,7 +47,7 @@ class AssistantExecutor(GraphExecutor):
     continues_conversations = True
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id and context.context_id
+        assert context.task_id and context.context_id and context.message
         request = self.prepared(context)
         ask = request.ask
         if ask.conversation_id is None:
@@ -65,7 +65,8 @@ class AssistantExecutor(GraphExecutor):
             except Exception as exc:
                 log.error("assistant run failed before it started", exc_info=exc)
                 raise InternalError("the run failed; it has been logged") from None
-            task = Task(id=context.task_id, context_id=context.context_id)
+            # The task's history starts with the caller's message, as nl2ql's does.
+            task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
             task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
             task.status.timestamp.FromDatetime(datetime.now(UTC))
             await event_queue.enqueue_event(task)

@@ -35,7 +35,7 @@ class AgentListItem(ApiModel):
     agent_card: str = Field(description="Address of the agent's AgentCard")
 
 
-@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True)
+@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True, slash=True)
 async def list_agents(request: Request) -> list[AgentListItem]:
     """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
     base = request.state.services.settings.public_base_url
@@ -48,6 +48,7 @@ async def list_agents(request: Request) -> list[AgentListItem]:
     summary="An agent's AgentCard",
     public=True,
     errors=(404,),
+    slash=True,
 )
 async def read_card(request: Request) -> Response:
     """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
@@ -65,6 +66,7 @@ async def read_card(request: Request) -> Response:
     "/a2a/{agent}",
     summary="Call an agent (A2A 1.0 JSON-RPC)",
     errors=(404,),
+    slash=True,
     streams=RPC_MEDIA_TYPES,
     headers=(("A2A-Version", "Must be `1.0`; without it the call is treated as A2A 0.3 and refused (-32009)"),),
 )
