@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from email.utils import formatdate
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import build_error_response
@@ -23,6 +24,8 @@ from datawell.storage.tables import User
 router = Router("a2a")
 
 CARD_CACHE = "public, max-age=300"
+# A card changes only with a new release, so it was last modified when this process started.
+CARD_LAST_MODIFIED = formatdate(usegmt=True)
 RPC_MEDIA_TYPES = {
     "application/json": "A JSON-RPC 2.0 response: `result` or `error` (A2A error codes -32001…-32009, JSON-RPC -32600…-32700)",
     "text/event-stream": "For SendStreamingMessage: SSE whose `data:` lines are JSON-RPC responses, each `result` holding one of `task`, `statusUpdate`, `artifactUpdate`, `message`",
@@ -55,7 +58,7 @@ async def read_card(request: Request) -> Response:
     spec = agent_named(request.path_params["agent"])
     body = card_json(agent_card(spec, request.state.services.settings.public_base_url))
     etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
-    headers = {"ETag": etag, "Cache-Control": CARD_CACHE}
+    headers = {"ETag": etag, "Cache-Control": CARD_CACHE, "Last-Modified": CARD_LAST_MODIFIED}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return JSONResponse(body, headers=headers)

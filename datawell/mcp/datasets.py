@@ -184,9 +184,14 @@ def quoted_text(text: str) -> str:
 async def search(call: Call, arguments: SearchArguments) -> CallToolResult:
     """A QL query ranked by `semantic()`, so the search is checked and limited like any query."""
     namespace = await readable_namespace(call, arguments.namespace)
+    async with call.services.db.session() as session:
+        dataset = await get_dataset(session, namespace, arguments.dataset)
+    # The schema's fields, not `*`: the internal columns are noise here, and `__metadata`
+    # already carries each row's id and score.
+    fields = ", ".join(quoted_name(f) for f in dataset.record.schema_definition)
     relevance = f"semantic({quoted_text(arguments.text)})"
     query = (
-        f"SELECT * FROM {quoted_name(arguments.dataset)} WHERE {relevance} > 0 "
+        f"SELECT {fields} FROM {quoted_name(dataset.name)} WHERE {relevance} > 0 "
         f"ORDER BY {relevance} DESC LIMIT {arguments.limit}"
     )
     result = await call.services.query_tools.run(call.user, namespace, query)

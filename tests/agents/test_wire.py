@@ -197,6 +197,7 @@ async def test_card_route_caching_and_unknown_agents(client, agents) -> None:
     agent = agents["nl2ql"]
     response = await client.get(agent.card_url)
     assert response.headers["cache-control"].startswith("public, max-age=")
+    assert response.headers["last-modified"].endswith(" GMT")
     etag = response.headers["etag"]
     assert (await client.get(agent.card_url, headers={"If-None-Match": etag})).status_code == 304
     missing = await client.get("/api/v1/a2a/nobody/.well-known/agent-card.json")

@@ -70,6 +70,7 @@ async def test_semantic_search_ranks_rows(connect: Connect, alice: Account, shop
         )
     rows = result.structured_content["rows"]
     assert len(rows) == 2 and all("apple" in r["note"] for r in rows)
+    assert set(rows[0]) == {"order_id", "customer", "total", "paid", "note", "placed", "__metadata"}
     assert rows[0]["__metadata"]["score"] >= rows[1]["__metadata"]["score"] > 0
 
 
