@@ -4,6 +4,7 @@ what the SDK makes of it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.agents.a2a_client import Agent, rpc_body, sse_data, wire_message
 from tests.conftest import Account
@@ -269,3 +270,16 @@ async def test_trailing_slashes_are_served_like_the_paths_without(client, alice:
         response = await client.post(agent.url + "/", json=rpc_body("SendMessage", params), headers=headers(alice))
         assert response.status_code == 200
         assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_the_nl2ql_stream_keeps_specs_order_and_the_docs_say_so(client, alice: Account, sales: str, agents,
+                                                                      fake: FakeRuns) -> None:  # fmt: skip
+    """SPEC.md starts the nl2ql stream with a statusUpdate where A2A 1.0 starts every stream
+    with a task; the order stays, and docs/a2a.md lists it among the departures."""
+    events = await stream(client, agents["nl2ql"], alice, {"message": wire_message("Who?", {"namespace": sales})})
+    assert list(events[0]) == ["statusUpdate"]
+    docs = (Path(__file__).parents[2] / "docs" / "a2a.md").read_text()
+    departures = docs.split("## Where Datawell departs from A2A 1.0", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "| How the `nl2ql` stream starts | A stream starts with a `task` | `statusUpdate` WORKING first" in departures
+    )
