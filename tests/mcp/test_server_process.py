@@ -3,44 +3,19 @@ process test) and the official `mcp` client, in both protocol eras."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from pathlib import Path
-
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from datawell.app import Overrides, build_services
-from datawell.config import Settings
-from datawell.llm.embeddings import HashingEmbedder
-from datawell.llm.models import FixedChatModels
-from datawell.llm.scripted import ScriptedChatModel
-from datawell.storage.users import create_user
-from tests.agents.test_server_process import SECRET, server, server_env, token  # noqa: F401  (fixtures)
+from tests.agents.test_server_process import server, server_env, token, user_with_token  # noqa: F401  (fixtures)
 from tests.conftest import Account
 from tests.mcp.conftest import MCP_PATH, TOOL_NAMES, connector
 
 
 @pytest.fixture
 async def bob(server_env: dict[str, str]) -> Account:  # noqa: F811
-    """A second user in the database the server opens; made before the server starts, which
-    then holds the vector store."""
-    settings = Settings(
-        data_dir=Path(server_env["DATAWELL_DATA_DIR"]),
-        database_url=server_env["DATAWELL_DATABASE_URL"],
-        jwt_secret=SECRET,
-        embeddings_enabled=False,
-    )
-    services = await build_services(
-        settings, Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
-    )
-    try:
-        async with services.db.session() as session:
-            await create_user(session, "bob")
-        issued, encoded = await services.tokens.issue("bob", timedelta(hours=1))
-    finally:
-        await services.close()
-    return Account("bob", encoded, issued.id)
+    """A second user; made before the server starts (the test names it first)."""
+    return Account("bob", await user_with_token(server_env, "bob"), "")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
