@@ -1,20 +1,19 @@
 """The agent tools: `ask_nl2ql` (question → query → rows) and `ask_assistant` (plan → a query
-per step → answer). They run the same graphs as A2A and REST, through `datawell.graphs.runs`
-(only here), and turn the run's events into MCP progress notifications and one result."""
+per step → answer). They start the same runs as A2A and REST (`datawell.runs`: every check
+happens at the start, and raises), and turn the run's events into MCP progress notifications
+and one result."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Any, cast
+from typing import Any
 
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from datawell.graphs import runs
+from datawell.errors import InternalError
 from datawell.graphs.events import (
     AnswerReady,
-    GraphEvent,
     PlanReady,
     QueryGenerated,
     RowsReady,
@@ -26,7 +25,8 @@ from datawell.graphs.events import (
 from datawell.llm.models import ModelChoice, StageChoices
 from datawell.mcp.calls import Call, ModelArguments, ToolSpec, readable_namespace
 from datawell.mcp.datasets import QueryOutput
-from datawell.mcp.results import WireModel, error_result, tool_result
+from datawell.mcp.results import WireModel, failure_result, tool_result
+from datawell.runs import AskRequest
 
 
 class AskArguments(ModelArguments):
@@ -54,8 +54,8 @@ class AssistantOutput(WireModel):
     answer: str
 
 
-async def ask_request(call: Call, arguments: AskArguments, conversation_id: str | None = None) -> runs.AskRequest:
-    return runs.AskRequest(
+async def ask_request(call: Call, arguments: AskArguments, conversation_id: str | None = None) -> AskRequest:
+    return AskRequest(
         user=call.user,
         namespace=await readable_namespace(call, arguments.namespace),
         question=arguments.question,
@@ -65,9 +65,8 @@ async def ask_request(call: Call, arguments: AskArguments, conversation_id: str 
 
 
 async def ask_nl2ql(call: Call, arguments: AskArguments) -> CallToolResult:
-    request = await ask_request(call, arguments)
-    events = cast(AsyncGenerator[GraphEvent, None], runs.run_nl2ql(call.services, request))
-    async with aclosing(events):
+    run = await call.runs.start_nl2ql(await ask_request(call, arguments))
+    async with aclosing(run.events()) as events:
         async for event in events:
             match event:
                 case QueryGenerated():
@@ -76,24 +75,22 @@ async def ask_nl2ql(call: Call, arguments: AskArguments) -> CallToolResult:
                     await call.progress(2, 2, f"{len(event.rows)} rows")
                     return tool_result(QueryOutput(query=event.query, rows=event.rows, truncated=event.truncated))
                 case RunFailed():
-                    return error_result(event.error_code, event.message)
-    return error_result("INTERNAL_ERROR", "the run ended without rows")
+                    return failure_result(event.error)
+    return failure_result(InternalError("the run ended without rows"))
 
 
 async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolResult:
-    request = await ask_request(call, arguments, arguments.conversation_id)
-    conversation_id = ""
+    run = await call.runs.start_assistant(await ask_request(call, arguments, arguments.conversation_id))
+    conversation_id = run.conversation_id or ""
     plan: list[str] = []
     steps: list[StepResult] = []
-    events = cast(AsyncGenerator[GraphEvent, None], runs.run_assistant(call.services, request))
-    async with aclosing(events):
+    async with aclosing(run.events()) as events:
         async for event in events:
             # Progress counts the plan, each step and the answer (a started step counts half, as
             # progress must grow with every notification); the total is known once planned.
             total = float(len(plan) + 2) if plan else None
             match event:
                 case RunStarted():
-                    conversation_id = event.conversation_id or ""
                     await call.progress(0, None, "planning")
                 case PlanReady():
                     plan = event.steps
@@ -116,8 +113,8 @@ async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolRe
                     output = AssistantOutput(conversation_id=conversation_id, plan=plan, steps=steps, answer=event.text)
                     return tool_result(output, lead=event.text)
                 case RunFailed():
-                    return error_result(event.error_code, event.message)
-    return error_result("INTERNAL_ERROR", "the run ended without an answer")
+                    return failure_result(event.error)
+    return failure_result(InternalError("the run ended without an answer"))
 
 
 TOOLS = (

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from datawell.errors import InvalidInput, SubError
 from datawell.mcp.results import WireModel
+from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, authorize
 from datawell.storage.tables import User
@@ -23,10 +24,11 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call: the services, the authenticated caller, and where progress goes (a
-    no-op when the client asked for none)."""
+    """One tool call: the services and graph runs, the authenticated caller, and where
+    progress goes (a no-op when the client asked for none)."""
 
     services: Services
+    runs: Runs
     user: User
     progress: Progress
 

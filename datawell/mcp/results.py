@@ -16,11 +16,11 @@ import logging
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from datawell.errors import DatawellError, SubError
+from datawell.errors import ERRORS, UNEXPECTED, DatawellError, InvalidInput, SubError
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def error_result(code: str, message: str, sub_errors: list[SubError] | None = No
 
 
 def failure_result(exc: Exception) -> CallToolResult:
-    """The one mapping from exceptions to tool errors."""
+    """The one mapping from exceptions to tool errors, through `datawell.errors.ERRORS`."""
     if isinstance(exc, DatawellError):
         return error_result(exc.error_code, exc.message, exc.sub_errors)
     if isinstance(exc, ValidationError):
@@ -70,15 +70,14 @@ def failure_result(exc: Exception) -> CallToolResult:
             SubError(e["type"], f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}")
             for e in exc.errors(include_url=False)
         ]
-        return error_result("VALIDATION_ERROR", "the tool arguments are invalid", subs)
+        return error_result(ERRORS[InvalidInput].code, "the tool arguments are invalid", subs)
     log.exception("MCP tool failed", exc_info=exc)
-    return error_result("INTERNAL_ERROR", INTERNAL_MESSAGE)
+    return error_result(UNEXPECTED.code, INTERNAL_MESSAGE)
 
 
 def protocol_error(exc: Exception) -> MCPError:
-    """A failed resource read: invalid params for anything the request got wrong."""
+    """A failed resource read: the JSON-RPC code of the error's row in `ERRORS`."""
     if isinstance(exc, DatawellError):
-        code = INTERNAL_ERROR if exc.status_code >= 500 else INVALID_PARAMS
-        return MCPError(code, exc.message, data={"errorCode": exc.error_code})
+        return MCPError(exc.mapping.json_rpc, exc.message, data={"errorCode": exc.error_code})
     log.exception("MCP resource read failed", exc_info=exc)
-    return MCPError(INTERNAL_ERROR, INTERNAL_MESSAGE, data={"errorCode": "INTERNAL_ERROR"})
+    return MCPError(UNEXPECTED.json_rpc, INTERNAL_MESSAGE, data={"errorCode": UNEXPECTED.code})

@@ -45,6 +45,7 @@ from datawell.mcp import agents, datasets
 from datawell.mcp.calls import Call, ToolSpec
 from datawell.mcp.datasets import SCHEME, description, readable_datasets, schema_uri
 from datawell.mcp.results import failure_result, protocol_error
+from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.access import Permission, authorize
 from datawell.storage.datasets import get_dataset
@@ -65,6 +66,12 @@ def caller(ctx: Context) -> tuple[Services, User]:
     request = ctx.request
     assert request is not None, "the MCP server is served over HTTP only"
     return request.state.services, request.scope["user"]
+
+
+def runs_of(ctx: Context) -> Runs:
+    assert ctx.request is not None
+    runs: Runs = ctx.request.state.runs
+    return runs
 
 
 class McpServer:
@@ -119,7 +126,7 @@ class McpServer:
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"no tool named {params.name!r}; tools/list lists them")
         services, user = caller(ctx)
-        call = Call(services=services, user=user, progress=ctx.session.report_progress)
+        call = Call(services=services, runs=runs_of(ctx), user=user, progress=ctx.session.report_progress)
         try:
             return await tool.handler(call, tool.arguments.model_validate(params.arguments or {}))
         except Exception as exc:
