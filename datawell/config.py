@@ -76,6 +76,17 @@ class Settings(BaseSettings):
     )
     ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
+    ingest_embed_batch_rows: int = Field(
+        512, ge=1, description="Rows embedded per batch after publication (each batch is a resumable step)."
+    )
+    ingest_embed_text_chars: int = Field(
+        256, ge=16, description="Characters of a row's text fields that its embedding is made from."
+    )
+    ingest_max_header_chars: int = Field(
+        1024 * 1024, ge=1, description="Longest header line of a delimited file, in characters."
+    )
+    ingest_max_field_chars: int = Field(16 * 1024 * 1024, ge=1, description="Longest field of a delimited file.")
+    ingest_max_columns: int = Field(10_000, ge=1, description="Most columns a tabular file may have.")
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -18,8 +18,18 @@ from datawell.errors import IngestionFailed
 from datawell.ingest.formats import CSV_DELIMITERS, Format, head, sniff_encoding, undecodable
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
-MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item or CSV field may be this large
+MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item may be this large
 READ_CHARS = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on a delimited file's shape (settings `ingest_max_*`), so one odd file cannot
+    hold a worker: each is checked while reading and fails the attempt saying which."""
+
+    header_chars: int = 1024 * 1024
+    field_chars: int = 16 * 1024 * 1024
+    columns: int = 10_000
 
 
 @dataclass
@@ -36,9 +46,19 @@ class Table(Protocol):
     def batches(self, size: int) -> Iterator[Batch]: ...
 
 
-def open_table(path: Path, fmt: Format) -> Table:
+def open_table(path: Path, fmt: Format, limits: Limits = Limits()) -> Table:
+    table = _open_table(path, fmt, limits)
+    if len(table.columns) > limits.columns:
+        raise IngestionFailed(
+            f"the file has {len(table.columns):,} columns, more than the {limits.columns:,} a file may have "
+            "(setting DATAWELL_INGEST_MAX_COLUMNS)"
+        )
+    return table
+
+
+def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
     if fmt in ("csv", "tsv"):
-        return CsvTable(path, "\t" if fmt == "tsv" else None)
+        return CsvTable(path, "\t" if fmt == "tsv" else None, limits)
     if fmt == "json":
         return JsonTable(path)
     if fmt == "jsonl":
@@ -51,13 +71,20 @@ def open_table(path: Path, fmt: Format) -> Table:
 
 
 def column_names(raw: list[Any]) -> list[str]:
-    """Header cells as column names: blanks get `column_N`, repeats get a `_2`, `_3` suffix."""
+    """Header cells as column names: blanks get `column_N`, repeats get a `_2`, `_3` suffix.
+
+    Linear in the number of cells: a set answers "taken?" and each base name remembers the
+    next suffix to try, so `a` repeated 100,000 times costs no more than 100,000 names."""
     names: list[str] = []
+    taken: set[str] = set()
+    next_suffix: dict[str, int] = {}
     for i, cell in enumerate(raw):
         base = str(cell).strip() if cell is not None and str(cell).strip() else f"column_{i + 1}"
-        name, n = base, 2
-        while name in names:
+        name, n = base, next_suffix.get(base, 2)
+        while name in taken:
             name, n = f"{base}_{n}", n + 1
+        next_suffix[base] = n
+        taken.add(name)
         names.append(name)
     return names
 
@@ -74,10 +101,12 @@ class CsvTable:
 
     unit = "line"
 
-    def __init__(self, path: Path, delimiter: str | None = None) -> None:
+    def __init__(self, path: Path, delimiter: str | None = None, limits: Limits = Limits()) -> None:
         self.path = path
+        self.limits = limits
         self.encoding = sniff_encoding(path)
         self.delimiter = delimiter or self._sniff_delimiter()
+        self.header_line = 1  # the physical line the header ends on
         self.columns = column_names(self._header())
 
     def _sniff_delimiter(self) -> str:
@@ -88,28 +117,41 @@ class CsvTable:
         except csv.Error:
             return ","
 
-    def _open(self, raw: BinaryIO) -> Any:
-        csv.field_size_limit(MAX_ITEM_CHARS)
+    def _open(self, raw: BinaryIO, field_chars: int) -> Any:
+        # The limit is process-wide in the csv module; every reader sets its own before reading.
+        csv.field_size_limit(field_chars)
         text = io.TextIOWrapper(raw, encoding=self.encoding, newline="")
         return csv.reader(text, delimiter=self.delimiter, strict=True)
 
     def _header(self) -> list[str]:
+        limit = self.limits.header_chars
         with self.path.open("rb") as raw:
-            reader = self._open(raw)
+            reader = self._open(raw, limit)
             try:
                 for record in reader:
                     if any(cell.strip() for cell in record):
+                        self.header_line = reader.line_num
+                        if sum(map(len, record)) > limit:
+                            raise IngestionFailed(self._header_too_long())
                         return record
             except csv.Error as exc:
+                if "field limit" in str(exc):
+                    raise IngestionFailed(self._header_too_long()) from None
                 raise IngestionFailed(f"line {reader.line_num}: {exc}") from None
             except UnicodeDecodeError:
                 raise undecodable(self.encoding, f"line {reader.line_num + 1}") from None
         raise IngestionFailed("the file is empty: expected a header line naming the columns")
 
+    def _header_too_long(self) -> str:
+        return (
+            f"the header line is longer than {self.limits.header_chars:,} characters "
+            "(setting DATAWELL_INGEST_MAX_HEADER_CHARS): is the first line really a header?"
+        )
+
     def batches(self, size: int) -> Iterator[Batch]:
         width = len(self.columns)
         with self.path.open("rb") as raw:
-            reader = self._open(raw)
+            reader = self._open(raw, self.limits.field_chars)
             batch, seen_header, last_line = Batch(), False, 0
             try:
                 for record in reader:
@@ -131,6 +173,11 @@ class CsvTable:
                         yield batch
                         batch = Batch()
             except csv.Error as exc:
+                if "field limit" in str(exc):
+                    raise IngestionFailed(
+                        f"line {last_line + 1}: a field is longer than {self.limits.field_chars:,} characters "
+                        "(setting DATAWELL_INGEST_MAX_FIELD_CHARS; or a quote is never closed)"
+                    ) from None
                 raise IngestionFailed(
                     f"line {last_line + 1}: {exc} (check the quotes of the record starting on this line)"
                 ) from None
