@@ -58,9 +58,8 @@ class RowEmbedding:
         self.rows, self.total_bytes = rows, total_bytes
         state = dict(state or {"embedded": 0, "after": "", "complete": False})
         fields = [f for f, kind in dataset_columns(self.dataset).items() if kind == "text"]
-        if not fields:  # nothing to embed
-            state["complete"] = True
-            await self.report(state)
+        state["complete"] = state["complete"] or not fields  # no text field: nothing to embed
+        await self.report(state)
         while not state["complete"]:
             chunk = await self.services.rows.published_after(
                 self.dataset, self.ingestion_id, fields, state["after"], READ_ROWS
