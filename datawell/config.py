@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     ingest_embed_text_chars: int = Field(
         256, ge=16, description="Characters of a row's text fields that its embedding is made from."
     )
+    ingest_bulk_process_bytes: int = Field(
+        16 * 1024 * 1024, ge=0, description="Delimited files this large are written to SQLite by a child process."
+    )
     ingest_max_header_chars: int = Field(
         1024 * 1024, ge=1, description="Longest header line of a delimited file, in characters."
     )

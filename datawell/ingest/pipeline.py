@@ -226,7 +226,8 @@ class Ingest:
             await self.settle(inference)
             batches = spooled(spool, self.total_bytes)
         await self.services.rows.stage(self.dataset, self.attempt.id)
-        writer = self.services.rows.writer(self.attempt.id)
+        large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
+        writer = self.services.rows.writer(self.attempt.id, large=large)
         try:
             return await self.write_batches(writer, (b for b in typed(batches, dataset_columns(self.dataset))))
         finally:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from datawell.storage.bulk import PostgresWriter, SqliteWriter, as_tuples, for_backend, id_prefix, open_writer, row_ids
+from datawell.storage.bulk import Writer, as_tuples, for_backend, id_prefix, open_writer, row_ids
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
@@ -100,9 +100,10 @@ class RowStore:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
 
-    def writer(self, ingestion_id: str) -> StageWriter:
-        """A bulk writer into the ingestion's staging table; close it when done."""
-        return StageWriter(self, staging_name(ingestion_id), ingestion_id)
+    def writer(self, ingestion_id: str, *, large: bool = False) -> StageWriter:
+        """A bulk writer into the ingestion's staging table; close it when done. `large`:
+        many rows will come, worth a writer with a start-up cost."""
+        return StageWriter(self, staging_name(ingestion_id), ingestion_id, large)
 
     async def write(
         self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str
@@ -191,13 +192,14 @@ class StageWriter:
     """Appends Arrow batches of typed field values to one staging table, giving each row its
     `__id`, `__ingestion_id` and `__source`."""
 
-    def __init__(self, store: RowStore, table: str, ingestion_id: str) -> None:
+    def __init__(self, store: RowStore, table: str, ingestion_id: str, large: bool) -> None:
+        self.large = large
         self.store = store
         self.table = table
         self.ingestion_id = ingestion_id
         self.prefix = id_prefix()
         self.written = 0
-        self.bulk: SqliteWriter | PostgresWriter | None = None
+        self.bulk: Writer | None = None
         self.opened = False
 
     async def append(self, batch: pa.RecordBatch, source: str) -> pa.Array:
@@ -216,7 +218,7 @@ class StageWriter:
         full = for_backend(full, self.store.dialect)
         if not self.opened:
             url = self.store.engine.url.render_as_string(hide_password=False)
-            self.bulk, self.opened = await asyncio.to_thread(open_writer, url), True
+            self.bulk, self.opened = await asyncio.to_thread(open_writer, url, large=self.large), True
         if self.bulk is not None:
             await asyncio.to_thread(self.bulk.append, self.table, full)
             return ids

@@ -27,9 +27,9 @@ from datawell.errors import Forbidden, QueryError, SubError
 from datawell.storage.access import NamespaceRef, Permission, allows, find_namespace, permission_of, readable_namespaces
 from datawell.storage.datasets import DatasetRef, list_datasets
 from datawell.storage.db import Database
+from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, User
-from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.vectors import ROWS, VectorStore
 from datawell.tools.catalog import Catalog, TableInfo, table_info, with_contents
 from datawell.tools.checker import (
