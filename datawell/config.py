@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     upload_sweep_seconds: float = Field(
         600.0, gt=0, description="How often a worker aborts open uploads abandoned a day past their expiry."
     )
-    ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
+    ingest_batch_rows: int = Field(50_000, ge=1, description="Rows read, coerced and written per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
     ingest_embed_batch_rows: int = Field(
         512, ge=1, description="Rows embedded per batch after publication (each batch is a resumable step)."

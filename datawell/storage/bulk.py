@@ -55,6 +55,9 @@ class SqliteWriter:
         import sqlite3
 
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        # A staging table needs no durability before it is published (publishing commits
+        # durably; a crash before that starts the attempt from an empty stage).
+        self.connection.execute("PRAGMA synchronous=NORMAL")
 
     def append(self, table: str, batch: pa.RecordBatch) -> None:
         names = ", ".join(f'"{n}"' for n in batch.schema.names)

@@ -19,17 +19,21 @@ import pyarrow.ipc as ipc
 
 
 def main(path: str) -> None:
-    connection = sqlite.connect(path)
+    connection = sqlite.connect(path, autocommit=True)  # pragmas cannot change inside a transaction
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA busy_timeout=30000")
+        # A staging table needs no durability before it is published (publishing commits
+        # durably; a crash before that starts the attempt from an empty stage).
+        cursor.execute("PRAGMA synchronous=NORMAL")
     source = cast(io.BufferedReader, sys.stdin.buffer)
     while source.peek(1):
         reader = ipc.open_stream(source)
         table = (reader.schema.metadata or {})[b"table"].decode()
         data = pa.Table.from_batches(list(reader), reader.schema)
         with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
             cursor.adbc_ingest(table, data, mode="append")
-        connection.commit()
+            cursor.execute("COMMIT")
         sys.stdout.write("ok\n")
         sys.stdout.flush()
     connection.close()
