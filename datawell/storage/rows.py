@@ -122,6 +122,13 @@ class RowStore:
         table = await self.ensure_table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
+            # One publisher of a dataset at a time, so "the table is empty: take the stage's
+            # place" holds until the rename commits (and drop + rename commit together:
+            # Python's sqlite3 would run the DDL outside a transaction).
+            if self.dialect == "sqlite":
+                await connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.dialect == "postgresql":
+                await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
             count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
             if (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None:
                 await connection.run_sync(lambda c: table.drop(c))
