@@ -19,8 +19,8 @@ import pyarrow.csv as pcsv
 import pyarrow.ipc as ipc
 
 from datawell.ingest.arrowtypes import coerce_text_array, infer_text_array
+from datawell.ingest.delimited import CsvTable
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
-from datawell.ingest.tabular import CsvTable
 from datawell.storage.rows import ARROW_TYPES, arrow_column
 
 BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time

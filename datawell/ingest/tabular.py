@@ -1,21 +1,20 @@
 """Readers for tabular files: CSV/TSV, JSON array, JSON Lines, Parquet, XLSX.
 
 Each reader names its columns up front and then streams rows in batches, so memory stays
-flat however large the file is. `batches()` opens the file anew on every call: the first
-ingestion of a dataset reads a file twice (once to infer types, once to write)."""
+flat however large the file is. `batches()` opens the file anew on every call. CSV/TSV
+live in `delimited`; the ingestion reads them the columnar way when it can (`columnar`)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed
-from datawell.ingest.formats import CSV_DELIMITERS, Format, head, sniff_encoding, undecodable
+from datawell.ingest.formats import Format, head, sniff_encoding, undecodable
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
 MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item may be this large
@@ -32,6 +31,9 @@ class Limits:
     columns: int = 10_000
 
 
+DEFAULT_LIMITS = Limits()
+
+
 @dataclass
 class Batch:
     rows: list[list[Any]] = field(default_factory=list)  # values in the order of the table's columns
@@ -46,7 +48,7 @@ class Table(Protocol):
     def batches(self, size: int) -> Iterator[Batch]: ...
 
 
-def open_table(path: Path, fmt: Format, limits: Limits = Limits()) -> Table:
+def open_table(path: Path, fmt: Format, limits: Limits = DEFAULT_LIMITS) -> Table:
     table = _open_table(path, fmt, limits)
     if len(table.columns) > limits.columns:
         raise IngestionFailed(
@@ -58,6 +60,8 @@ def open_table(path: Path, fmt: Format, limits: Limits = Limits()) -> Table:
 
 def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
     if fmt in ("csv", "tsv"):
+        from datawell.ingest.delimited import CsvTable  # it builds on this module's Batch and Limits
+
         return CsvTable(path, "\t" if fmt == "tsv" else None, limits)
     if fmt == "json":
         return JsonTable(path)
@@ -93,99 +97,6 @@ def sample_rows(table: Table, count: int) -> list[list[Any]]:
     for batch in table.batches(count):
         return batch.rows
     return []
-
-
-class CsvTable:
-    """Delimited text. The first non-blank line is the header; every record must have as
-    many fields as the header."""
-
-    unit = "line"
-
-    def __init__(self, path: Path, delimiter: str | None = None, limits: Limits = Limits()) -> None:
-        self.path = path
-        self.limits = limits
-        self.encoding = sniff_encoding(path)
-        self.delimiter = delimiter or self._sniff_delimiter()
-        self.header_line = 1  # the physical line the header ends on
-        self.columns = column_names(self._header())
-
-    def _sniff_delimiter(self) -> str:
-        sample = head(self.path).decode(self.encoding, errors="ignore")
-        sample = sample[: sample.rfind("\n")] if "\n" in sample else sample
-        try:
-            return csv.Sniffer().sniff(sample, delimiters=CSV_DELIMITERS).delimiter
-        except csv.Error:
-            return ","
-
-    def _open(self, raw: BinaryIO, field_chars: int) -> Any:
-        # The limit is process-wide in the csv module; every reader sets its own before reading.
-        csv.field_size_limit(field_chars)
-        text = io.TextIOWrapper(raw, encoding=self.encoding, newline="")
-        return csv.reader(text, delimiter=self.delimiter, strict=True)
-
-    def _header(self) -> list[str]:
-        limit = self.limits.header_chars
-        with self.path.open("rb") as raw:
-            reader = self._open(raw, limit)
-            try:
-                for record in reader:
-                    if any(cell.strip() for cell in record):
-                        self.header_line = reader.line_num
-                        if sum(map(len, record)) > limit:
-                            raise IngestionFailed(self._header_too_long())
-                        return record
-            except csv.Error as exc:
-                if "field limit" in str(exc):
-                    raise IngestionFailed(self._header_too_long()) from None
-                raise IngestionFailed(f"line {reader.line_num}: {exc}") from None
-            except UnicodeDecodeError:
-                raise undecodable(self.encoding, f"line {reader.line_num + 1}") from None
-        raise IngestionFailed("the file is empty: expected a header line naming the columns")
-
-    def _header_too_long(self) -> str:
-        return (
-            f"the header line is longer than {self.limits.header_chars:,} characters "
-            "(setting DATAWELL_INGEST_MAX_HEADER_CHARS): is the first line really a header?"
-        )
-
-    def batches(self, size: int) -> Iterator[Batch]:
-        width = len(self.columns)
-        with self.path.open("rb") as raw:
-            reader = self._open(raw, self.limits.field_chars)
-            batch, seen_header, last_line = Batch(), False, 0
-            try:
-                for record in reader:
-                    start, last_line = last_line + 1, reader.line_num
-                    if not seen_header:
-                        seen_header = any(cell.strip() for cell in record)
-                        continue
-                    if not record:
-                        continue  # a blank line
-                    if len(record) != width:
-                        raise IngestionFailed(
-                            f"line {start}: expected {width} fields as in the header, found {len(record)} "
-                            f"(separator {self.delimiter!r}; a field containing it must be quoted)"
-                        )
-                    batch.rows.append(record)
-                    batch.locations.append(start)
-                    if len(batch.rows) >= size:
-                        batch.position = raw.tell()
-                        yield batch
-                        batch = Batch()
-            except csv.Error as exc:
-                if "field limit" in str(exc):
-                    raise IngestionFailed(
-                        f"line {last_line + 1}: a field is longer than {self.limits.field_chars:,} characters "
-                        "(setting DATAWELL_INGEST_MAX_FIELD_CHARS; or a quote is never closed)"
-                    ) from None
-                raise IngestionFailed(
-                    f"line {last_line + 1}: {exc} (check the quotes of the record starting on this line)"
-                ) from None
-            except UnicodeDecodeError:
-                raise undecodable(self.encoding, f"line {last_line + 1}") from None
-            batch.position = raw.tell()
-            if batch.rows:
-                yield batch
 
 
 class JsonTable:
