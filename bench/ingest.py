@@ -70,15 +70,25 @@ def peak_rss_mb() -> float:
 Result = tuple[int, float, float, float]  # rows, seconds, peak RSS, RSS growth during the load (MB)
 
 
+ORDERS_TABLE = (
+    "CREATE TABLE orders (order_id INTEGER, customer TEXT, city TEXT, total REAL, paid INTEGER, placed_at TEXT, "
+    "note TEXT)"
+)
+
+
+def finished(database: sqlite3.Connection, started: float, baseline: float) -> Result:
+    """A SQLite peer's result once its load is committed: rows in `orders`, time, memory."""
+    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
+    database.close()
+    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+
+
 def peer(path: Path, folder: Path) -> Result:
     """csv.reader → typed tuples → one executemany into a fresh SQLite table."""
     baseline = peak_rss_mb()
     started = time.perf_counter()
     database = sqlite3.connect(folder / "peer.sqlite")
-    database.execute(
-        "CREATE TABLE orders (order_id INTEGER, customer TEXT, city TEXT, total REAL, paid INTEGER, "
-        "placed_at TEXT, note TEXT)"
-    )
+    database.execute(ORDERS_TABLE)
     with path.open(newline="", encoding="utf-8") as source:
         reader = csv.reader(source)
         next(reader)
@@ -88,9 +98,7 @@ def peer(path: Path, folder: Path) -> Result:
         )
         with database:
             database.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    database.close()
-    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+    return finished(database, started, baseline)
 
 
 def pandas_peer(path: Path, folder: Path) -> Result:
@@ -99,13 +107,10 @@ def pandas_peer(path: Path, folder: Path) -> Result:
     baseline = peak_rss_mb()
     started = time.perf_counter()
     database = sqlite3.connect(folder / "pandas.sqlite")
-    total = 0
     for frame in pandas.read_csv(path, chunksize=100_000, parse_dates=["placed_at"]):
-        total += frame.to_sql("orders", database, if_exists="append", index=False) or 0
+        frame.to_sql("orders", database, if_exists="append", index=False)
     database.commit()
-    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    database.close()
-    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+    return finished(database, started, baseline)
 
 
 def duckdb_peer(path: Path, folder: Path) -> Result:
@@ -114,18 +119,13 @@ def duckdb_peer(path: Path, folder: Path) -> Result:
     baseline = peak_rss_mb()
     started = time.perf_counter()
     database = sqlite3.connect(folder / "duckdb.sqlite")
-    database.execute(
-        "CREATE TABLE orders (order_id INTEGER, customer TEXT, city TEXT, total REAL, paid INTEGER, "
-        "placed_at TEXT, note TEXT)"
-    )
+    database.execute(ORDERS_TABLE)
     reader = duckdb.sql(f"SELECT * REPLACE (CAST(placed_at AS VARCHAR) AS placed_at) FROM read_csv('{path}')")
     with database:
         for batch in reader.fetch_record_batch(100_000):
             columns = [c.to_pylist() for c in batch.columns]
             database.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)", zip(*columns, strict=True))
-    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    database.close()
-    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+    return finished(database, started, baseline)
 
 
 def copy_peer(path: Path, folder: Path, postgres: str) -> Result:
