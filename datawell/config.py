@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     ingest_max_field_chars: int = Field(16 * 1024 * 1024, ge=1, description="Longest field of a delimited file.")
     ingest_max_columns: int = Field(10_000, ge=1, description="Most columns a tabular file may have.")
 
+    # Web console
+    console_models: list[str] = Field(
+        default_factory=list,
+        description='Hosted models the console offers on its ask page (JSON list, e.g. ["openai/gpt-4o-mini"]).',
+    )
+    evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
+
     @cached_property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"
