@@ -157,6 +157,14 @@ def datawell(path: Path, folder: Path, embed: str, postgres: str = "") -> Result
     return asyncio.run(_datawell(path, folder, embed, postgres))
 
 
+async def _drop_database(postgres: str, name: str) -> None:
+    import asyncpg
+
+    admin = await asyncpg.connect(postgres)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
 async def _fresh_database(postgres: str) -> str:
     """A new, empty database on the PostgreSQL server; its SQLAlchemy URL."""
     import uuid
@@ -226,6 +234,8 @@ async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Resu
         return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline
     finally:
         await services.close()
+        if postgres:
+            await _drop_database(postgres, settings.resolved_database_url.rsplit("/", 1)[1])
 
 
 def in_child(target, *args):  # type: ignore[no-untyped-def]
