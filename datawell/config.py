@@ -83,8 +83,22 @@ class Settings(BaseSettings):
     upload_sweep_seconds: float = Field(
         600.0, gt=0, description="How often a worker aborts open uploads abandoned a day past their expiry."
     )
-    ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
+    ingest_batch_rows: int = Field(50_000, ge=1, description="Rows read, coerced and written per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
+    ingest_embed_batch_rows: int = Field(
+        512, ge=1, description="Rows embedded per batch after publication (each batch is a resumable step)."
+    )
+    ingest_embed_text_chars: int = Field(
+        256, ge=16, description="Characters of a row's text fields that its embedding is made from."
+    )
+    ingest_bulk_process_bytes: int = Field(
+        16 * 1024 * 1024, ge=0, description="Delimited files this large are written to SQLite by a child process."
+    )
+    ingest_max_header_chars: int = Field(
+        1024 * 1024, ge=1, description="Longest header line of a delimited file, in characters."
+    )
+    ingest_max_field_chars: int = Field(16 * 1024 * 1024, ge=1, description="Longest field of a delimited file.")
+    ingest_max_columns: int = Field(10_000, ge=1, description="Most columns a tabular file may have.")
 
     # Web console
     console_models: list[str] = Field(

@@ -27,6 +27,7 @@ from datawell.errors import Forbidden, QueryError, SubError
 from datawell.storage.access import NamespaceRef, Permission, allows, find_namespace, permission_of, readable_namespaces
 from datawell.storage.datasets import DatasetRef, list_datasets
 from datawell.storage.db import Database
+from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, User
 from datawell.storage.vectors import ROWS, VectorStore
@@ -54,6 +55,8 @@ class QueryResult:
     query: str  # the query as the caller wrote it
     rows: list[dict[str, Any]]  # JSON-ready; internal fields start with `__` (`__metadata`: score, dataset, id)
     truncated: bool  # the row cap cut the result
+    # datasets searched by semantic() whose rows are not all embedded yet (owner/namespace/name)
+    semantic_incomplete: tuple[str, ...] = ()
 
 
 @dataclass
@@ -141,7 +144,19 @@ class QueryTools:
         columns, records = await self.execute(compiled, await self.search(compiled))
         truncated = len(records) > self.row_cap
         rows = [_row(compiled, columns, record) for record in records[: self.row_cap]]
-        return QueryResult(query=query, rows=rows, truncated=truncated)
+        incomplete = await self._embedding_incomplete(compiled)
+        for row in rows if incomplete else []:
+            row["__metadata"]["semanticIncomplete"] = True
+        return QueryResult(query=query, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
+
+    async def _embedding_incomplete(self, compiled: CompiledQuery) -> tuple[str, ...]:
+        """Datasets semantic() searched while their rows' vectors are still being made."""
+        searched = {s.table.dataset_id: s.table for s in compiled.searches}
+        if not searched:
+            return ()
+        async with self.db.session() as session:
+            pending = await embedding_incomplete(session, list(searched))
+        return tuple(sorted("/".join(searched[d].coordinate().values()) for d in pending))
 
     async def search(self, compiled: CompiledQuery) -> SemanticHits:
         """Each semantic() search's nearest rows, in the form the compiled SQL takes them."""
