@@ -7,9 +7,10 @@ query reads together (`dwq_<db>_<hash>`, a member of each table's role). They ar
 committed, and cached, so a query pays one `SET LOCAL` round trip: granting per query would
 update the table's catalogue row and serialise every query of a dataset behind each other.
 
-The escape hatch PostgreSQL leaves is `set_config('role', ...)`, which a role may call to switch
-back to the session's own user; Datawell revokes EXECUTE on it from PUBLIC in its database at
-start (the service's role must be a superuser to do so, or an administrator does it once, see
+Two hatches PostgreSQL leaves open to every role are closed in Datawell's database at start:
+`set_config('role', ...)`, with which a role switches back to the session's own user, and the
+system catalogues, which list every tenant's tables and columns. The service's role must be a
+superuser to close them, or an administrator does it once (the start-up error says how; see
 docs/query-language.md). Query roles then cannot leave the role a query runs as."""
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from datawell.tools.sandbox import Fetched, Limits, Refusal, collect
 
 SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
+# Run once per database at start. The catalogues list every tenant's tables, columns and roles;
+# the planner and executor read them without privilege checks, so queries work without them.
+_CLOSE_HATCHES = (
+    f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC",
+    "REVOKE SELECT ON ALL TABLES IN SCHEMA pg_catalog, information_schema FROM PUBLIC",
+)
 
 
 class PostgresSandbox:
@@ -47,14 +54,24 @@ class PostgresSandbox:
                     f"the PostgreSQL role {me['name']!r} cannot create roles, which Datawell needs to run queries "
                     f'with read access to the queried datasets only: ALTER ROLE "{me["name"]}" CREATEROLE'
                 )
-            if await pg.fetchval(f"SELECT has_function_privilege('public', '{SET_CONFIG}', 'EXECUTE')"):
+            hatches = await pg.fetchrow(
+                f"SELECT has_function_privilege('public', '{SET_CONFIG}', 'EXECUTE') AS set_config, "
+                "has_table_privilege('public', 'pg_catalog.pg_class', 'SELECT') AS catalogs"
+            )
+            if hatches["set_config"] or hatches["catalogs"]:
                 if not me["rolsuper"]:
                     raise RuntimeError(
-                        f"PUBLIC may call set_config() in database {me['database']!r}, so a query could leave its "
-                        f"read-only role; as a superuser run there once: REVOKE EXECUTE ON FUNCTION {SET_CONFIG} "
-                        f'FROM PUBLIC; GRANT EXECUTE ON FUNCTION {SET_CONFIG} TO "{me["name"]}"'
+                        f"in database {me['database']!r} PUBLIC may call set_config() or read the system catalogues, "
+                        "so a query could leave its read-only role or list every tenant's tables; as a superuser run "
+                        "there once: "
+                        + "; ".join(_CLOSE_HATCHES)
+                        + f'; GRANT EXECUTE ON FUNCTION {SET_CONFIG} TO "'
+                        + me["name"]
+                        + '"; GRANT SELECT ON ALL TABLES IN SCHEMA pg_catalog, information_schema TO "'
+                        + me["name"]
+                        + '"'
                     )
-                await pg.execute(f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC")
+                await pg.execute("; ".join(_CLOSE_HATCHES))
             self.schema = me["schema"]
             self.prefix = role_prefix(me["database"])
             self.superuser = me["rolsuper"]
