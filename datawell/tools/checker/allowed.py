@@ -21,6 +21,7 @@ SCORE_COLUMN = "__dw_score"
 RESERVED_PREFIX = "__dw"
 SEMANTIC = "semantic"
 SCORE_FUNCTION = "__dw_score"  # SQLite: the per-query function (and CTE) behind semantic() number N
+STRPTIME_FUNCTION = "__dw_strptime"  # SQLite: to_date()/to_timestamp(), a function of the query connection
 CTE_PREFIX = "__dw_cte"  # every CTE runs under this name plus its number
 # Tables the databases hold besides datasets: row tables and staging tables, the stores' own
 # catalogues, and the metadata (here, LangGraph's checkpointer and Alembic's version table).
@@ -75,7 +76,10 @@ FUNCTION_NAMES = sorted(
     {t.sql_names()[0].lower() for t in _FUNCTIONS if issubclass(t, exp.Func) and t.sql_names()} | {SEMANTIC}
 )
 
-ADAPTABLE = (exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Left, exp.Right, exp.Concat, exp.Round)
+ADAPTABLE = (
+    exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Left, exp.Right, exp.Concat, exp.Round, exp.StrToDate,
+    exp.StrToTime,
+)  # fmt: skip
 
 
 def taken_name(name: str) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from datawell.tools.checker.allowed import STRPTIME_FUNCTION
+
 _EXTRACT_FORMATS = {
     "YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
     "DOW": "%w", "DOY": "%j", "EPOCH": "%s", "WEEK": "%W",
@@ -79,6 +81,10 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
             return _strftime("%Y-%m-%d 00:00:00", node.this, "weekday 0", "-6 days")
         if _unit(node) in _TRUNC_FORMATS:
             return _strftime(_TRUNC_FORMATS[_unit(node)], node.this)
+    if isinstance(node, exp.StrToDate | exp.StrToTime):  # SQLite has no strptime: the connection's own
+        kind = "date" if isinstance(node, exp.StrToDate) else "timestamp"
+        fmt = node.args.get("format") or exp.Literal.string("%Y-%m-%d")
+        return exp.Anonymous(this=STRPTIME_FUNCTION, expressions=[node.this, fmt, exp.Literal.string(kind)])
     if isinstance(node, exp.Left):
         return exp.Substring(this=node.this, start=exp.Literal.number(1), length=node.expression)
     if isinstance(node, exp.Right):

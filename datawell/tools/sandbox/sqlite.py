@@ -19,13 +19,13 @@ from typing import Any
 import aiosqlite
 
 from datawell.tools.checker.allowed import CTE_PREFIX
+from datawell.tools.checker.allowed import STRPTIME_FUNCTION as STRPTIME
 from datawell.tools.sandbox import Fetched, Limits, Refusal, collect
 
 POOL_SIZE = 4
 # The progress handler runs every this many virtual-machine steps (roughly a millisecond of
 # work): often enough to stop on time, rarely enough to cost nothing.
 PROGRESS_STEPS = 100_000
-STRPTIME = "__dw_strptime"  # to_date()/to_timestamp() on SQLite (see checker.dialects)
 # Every function the SQL the checker writes for SQLite may call. Anything else (load_extension,
 # zeroblob, randomblob, sqlite_version, fts3_tokenizer, printf, ...) is denied.
 FUNCTIONS = frozenset(
@@ -36,7 +36,7 @@ FUNCTIONS = frozenset(
         "abs", "round", "ceil", "ceiling", "floor", "sign", "pow", "power", "sqrt", "ln", "log", "log10", "exp",
         "trunc", "random", "mod", "lower", "upper", "length", "substr", "substring", "trim", "ltrim", "rtrim", "replace", "instr",
         "coalesce", "ifnull", "nullif", "iif", "like", "glob", "concat", "concat_ws",
-        "date", "time", "datetime", "julianday", "strftime", "unixepoch", "json_each", STRPTIME,
+        "date", "time", "datetime", "julianday", "current_date", "current_time", "current_timestamp", "strftime", "unixepoch", "json_each", STRPTIME,
     }
 )  # fmt: skip
 _ALWAYS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE}
