@@ -16,7 +16,9 @@ import sqlite3
 from sqlalchemy.engine import make_url
 
 log = logging.getLogger(__name__)
-_ROW_TABLES = r"SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND (name GLOB 'ds_*' OR name GLOB 'stg_*')"
+_ROW_TABLES = (
+    r"SELECT name, sql FROM main.sqlite_master WHERE type = 'table' AND (name GLOB 'ds_*' OR name GLOB 'stg_*')"
+)
 
 
 async def move_row_tables(metadata_url: str, rows_url: str) -> None:

@@ -56,6 +56,8 @@ class QueryTools:
     (a message plus sub_errors naming unknown tables/columns with close matches) for a query
     that is refused or fails, and `errors.Forbidden` for a namespace the caller may not read."""
 
+    _sandbox: Sandbox | None = None  # a class default, so test doubles that skip __init__ close too
+
     def __init__(
         self,
         db: Database,
@@ -79,7 +81,6 @@ class QueryTools:
         self.semantic_hits = semantic_hits or row_cap  # nearest rows semantic() scores; the rest score 0
         self.target = TARGETS[rows.dialect]
         self.limits = Limits(time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb)
-        self._sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:

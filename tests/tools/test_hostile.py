@@ -13,7 +13,6 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
-import pytest
 import sqlglot
 from sqlglot import exp
 

@@ -84,9 +84,9 @@ class _Survey:
             raise QueryError("the query uses something that is not allowed", sub_errors=list(self.problems.values()))
         ctes = _table_scopes(self.tree)
         tables = [(t, ref) for t, ref in self.tables if id(t) not in ctes]
+        names = [c.alias for c in self.tree.find_all(exp.CTE)]
         _rename_ctes(self.tree, ctes)
         references = list(dict.fromkeys(ref for _, ref in tables))
-        names = [c.alias for c in self.tree.find_all(exp.CTE)]
         return ParsedQuery(self.text, self.tree, references, tables, self.semantic, self.adaptable[::-1], names)
 
     def _refuse(self, key: str, code: str, message: str) -> None:

@@ -46,7 +46,9 @@ class _Guard:
     """What the connection's statement may do right now; empty between queries."""
 
     def __init__(self) -> None:
-        self.disarm()
+        self.tables: frozenset[str] = frozenset()
+        self.functions: frozenset[str] = frozenset()
+        self.deadline = 0.0
 
     def arm(self, tables: Sequence[str], functions: Sequence[str], seconds: float) -> None:
         self.tables = frozenset(tables)
@@ -54,8 +56,8 @@ class _Guard:
         self.deadline = time.monotonic() + seconds
 
     def disarm(self) -> None:
-        self.tables: frozenset[str] = frozenset()
-        self.functions: frozenset[str] = frozenset()
+        self.tables = frozenset()
+        self.functions = frozenset()
         self.deadline = 0.0
 
     def authorize(self, action: int, first: str | None, second: str | None, database: str | None, _: Any) -> int:
@@ -138,14 +140,14 @@ class SqliteSandbox:
             guard.arm(tables, list(functions), self.limits.seconds)
             async with connection.execute(sql, tuple(parameters)) as cursor:
                 columns = [d[0] for d in cursor.description or ()]
-                records, cut = await collect(cursor.fetchmany, self.limits)
+                records, cut = await collect(cursor.fetchmany, self.limits)  # type: ignore[arg-type]
             return Fetched(columns, records, cut)
         except sqlite3.Error as exc:
             raise _refusal(exc) from None
         finally:
             guard.disarm()
             for name in functions:
-                await connection.create_function(name, 1, None)
+                await connection.create_function(name, 1, None)  # type: ignore[arg-type]  # None removes it
             self.idle.put_nowait(held)
 
     async def close(self) -> None:
