@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-FIRST_CHUNK = 16  # rows fetched first; later chunks are sized from the rows seen, up to LAST_CHUNK
+FIRST_CHUNK = 64  # rows fetched first; later chunks are sized from the rows seen, up to LAST_CHUNK
 LAST_CHUNK = 512
 
 

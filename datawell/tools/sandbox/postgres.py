@@ -110,17 +110,20 @@ class PostgresSandbox:
             role = await self._role(tables)
             async with self.engine.connect() as connection:
                 pg: Any = (await connection.get_raw_connection()).driver_connection
-                async with pg.transaction(readonly=True):
-                    await pg.execute(
-                        f'SET LOCAL ROLE "{role}"; '
-                        f"SET LOCAL statement_timeout = {max(1, int(self.limits.seconds * 1000))}; "
-                        f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
-                        f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
-                    )
+                # One round trip opens the transaction and sets it up; it is rolled back, never committed.
+                await pg.execute(
+                    f'BEGIN READ ONLY; SET LOCAL ROLE "{role}"; '
+                    f"SET LOCAL statement_timeout = {max(1, int(self.limits.seconds * 1000))}; "
+                    f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
+                    f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
+                )
+                try:
                     statement = await pg.prepare(sql)
                     columns = [a.name for a in statement.get_attributes()]
                     cursor = await statement.cursor(*parameters)
                     records, cut = await collect(cursor.fetch, self.limits)
+                finally:
+                    await pg.execute("ROLLBACK")
             return Fetched(columns, records, cut)
         except asyncpg.PostgresError as exc:
             raise _refusal(exc) from None
