@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
 
+    # Web console
+    console_models: list[str] = Field(
+        default_factory=list,
+        description='Hosted models the console offers on its ask page (JSON list, e.g. ["openai/gpt-4o-mini"]).',
+    )
+    evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
+
     @cached_property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"

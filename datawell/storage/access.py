@@ -82,13 +82,24 @@ def allows(held: Permission | None, wanted: Permission) -> bool:
     return held is Permission.WRITE or (held is Permission.READ and wanted is Permission.READ)
 
 
-async def authorize(session: AsyncSession, user: User, owner: str, name: str, wanted: Permission) -> NamespaceRef:
-    """The namespace `owner/name` if `user` holds `wanted` on it: 404 if it does not exist, 403 if not allowed."""
+async def namespace_named(session: AsyncSession, owner: str, name: str) -> NamespaceRef:
+    """The namespace `owner/name`; 404 if it does not exist."""
     namespace = await find_namespace(session, owner, name)
     if namespace is None:
         raise NotFound(f"namespace {owner}/{name} does not exist")
+    return namespace
+
+
+async def require(session: AsyncSession, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
+    """403 unless `user` holds `wanted` on `namespace`."""
     if not allows(await permission_of(session, user, namespace), wanted):
         raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
+
+
+async def authorize(session: AsyncSession, user: User, owner: str, name: str, wanted: Permission) -> NamespaceRef:
+    """The namespace `owner/name` if `user` holds `wanted` on it: 404 if it does not exist, 403 if not allowed."""
+    namespace = await namespace_named(session, owner, name)
+    await require(session, user, namespace, wanted)
     return namespace
 
 
