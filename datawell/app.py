@@ -31,6 +31,7 @@ from datawell.prompts import PromptLibrary
 from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.db import Database
+from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
@@ -98,8 +99,23 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     secret = signing_secret(settings)
     tokens = token_authority(db, settings)
     embedder = overrides.embedder or default_embedder(settings)
+    await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
     vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
+    query_tools = overrides.query_tools
+    if query_tools is None:
+        query_tools = QueryTools(
+            db,
+            rows,
+            vectors,
+            embedder,
+            row_cap=settings.query_row_cap,
+            time_limit_seconds=settings.query_time_limit_seconds,
+            max_row_bytes=settings.query_max_row_bytes,
+            max_result_bytes=settings.query_max_result_bytes,
+            work_mem_mb=settings.query_work_mem_mb,
+        )
+        await query_tools.start()
     return Services(
         settings=settings,
         db=db,
@@ -110,15 +126,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         models=overrides.models or default_models(settings),
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
-        query_tools=overrides.query_tools
-        or QueryTools(
-            db,
-            rows,
-            vectors,
-            embedder,
-            row_cap=settings.query_row_cap,
-            time_limit_seconds=settings.query_time_limit_seconds,
-        ),
+        query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )
 

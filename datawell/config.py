@@ -16,7 +16,11 @@ class Settings(BaseSettings):
         Path("./.datawell"), description="Folder for the SQLite database, objects, vectors, model cache."
     )
     database_url: str | None = Field(None, description="SQLAlchemy async URL; default SQLite in data_dir.")
-    rows_database_url: str | None = Field(None, description="Database for dataset rows; default: database_url.")
+    rows_database_url: str | None = Field(
+        None,
+        description="Database for dataset rows; default: rows.db in data_dir beside a SQLite metadata database, "
+        "else database_url.",
+    )
     public_base_url: str | None = Field(
         None,
         description="Address clients use to reach the service, for the absolute URLs it hands out; "
@@ -65,6 +69,9 @@ class Settings(BaseSettings):
     # Query language limits
     query_row_cap: int = 1000
     query_time_limit_seconds: float = 10.0
+    query_max_row_bytes: int = Field(1 << 20, ge=1024, description="Largest result row (and SQLite string).")
+    query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
+    query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
 
     # Assistant budgets
@@ -120,4 +127,8 @@ class Settings(BaseSettings):
 
     @cached_property
     def resolved_rows_database_url(self) -> str:
-        return self.rows_database_url or self.resolved_database_url
+        if self.rows_database_url:
+            return self.rows_database_url
+        if self.resolved_database_url.startswith("sqlite"):  # never the metadata file: see docs/query-language.md
+            return f"sqlite+aiosqlite:///{(self.data_dir / 'rows.db').resolve()}"
+        return self.resolved_database_url
