@@ -1,5 +1,6 @@
 """The composition root: the Starlette app around the services (`datawell.services`) and the
-graph runs (`datawell.runs`), with the API, the A2A agents, the console and the in-process worker mounted."""
+graph runs (`datawell.runs`), with the API, the A2A agents, the MCP server, the console and the
+in-process worker mounted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, ingestions, ontology, system, uploads
+from datawell.api import a2a, autorag, build_specs, datasets, ingestions, mcp, ontology, system, uploads
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -19,10 +20,10 @@ from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
+from datawell.mcp.server import McpServer
 from datawell.runs import Runs
-from datawell.services import Overrides, Services, build_services
+from datawell.services import API_PREFIX, Overrides, Services, build_services
 
-API_PREFIX = "/api/v1"
 API_ROUTERS: list[Router] = [
     datasets.router,
     build_specs.router,
@@ -30,6 +31,7 @@ API_ROUTERS: list[Router] = [
     ingestions.router,
     autorag.router,
     a2a.router,
+    mcp.router,
     ontology.router,
 ]
 
@@ -41,7 +43,8 @@ def create_app(
 ) -> Starlette:
     """`runs` starts the graph runs of every request; tests pass canned ones."""
     settings = settings or Settings()
-    agents = AgentServer(settings)
+    agents = AgentServer()
+    mcp_server = McpServer()
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
@@ -49,6 +52,7 @@ def create_app(
         started = runs(services)
         try:
             async with AsyncExitStack() as stack:
+                await stack.enter_async_context(mcp_server.running())
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
                 yield {"services": services, "runs": started}
@@ -69,5 +73,6 @@ def create_app(
     )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
-    app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
+    app.state.mcp = mcp_server
+    app.state.openapi = build_openapi(mounted, settings.auth_url)
     return app

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 from dataclasses import dataclass
 
 from datawell.config import Settings
@@ -14,13 +13,15 @@ from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 from datawell.storage.db import Database
+from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
 from datawell.storage.rows import RowStore
-from datawell.storage.tokens import TokenAuthority
+from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
 from datawell.tools.ql import QueryTools
 
-PART_PATH = "/upload/parts"  # under the API prefix: where the local object store's part URLs point
+API_PREFIX = "/api/v1"  # where the app mounts the REST API
+PART_PATH = "/upload/parts"  # under API_PREFIX: where the local object store's part URLs point
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Services:
 
     async def close(self) -> None:
         await self.memory.close()
+        await self.query_tools.close()
         await self.vectors.close()
         await self.rows.close()
         await self.db.close()
@@ -53,18 +55,6 @@ class Overrides:
     embedder: Embedder | None = None
     prompts: PromptLibrary | None = None
     query_tools: QueryTools | None = None
-
-
-def signing_secret(settings: Settings) -> str:
-    """The configured JWT key, or one generated once into the data folder."""
-    if settings.jwt_secret is not None:
-        return settings.jwt_secret.get_secret_value()
-    path = settings.data_dir / "jwt-secret"
-    if not path.exists():
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
 
 
 def part_signing_key(secret: str) -> bytes:
@@ -82,7 +72,7 @@ def build_object_store(settings: Settings, secret: str) -> ObjectStore:
     return LocalObjectStore(
         settings.data_dir / "objects",
         signing_key=part_signing_key(secret),
-        part_url_base=settings.api_base_url() + PART_PATH,
+        part_url_base=API_PREFIX + PART_PATH,  # made absolute per request by prepare
     )
 
 
@@ -102,16 +92,25 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     db = Database(settings.resolved_database_url)
     await db.migrate()
     secret = signing_secret(settings)
-    tokens = TokenAuthority(
-        db,
-        secret,
-        oidc_issuer=settings.oidc_issuer,
-        oidc_jwks_url=settings.oidc_jwks_url,
-        oidc_audience=settings.oidc_audience,
-    )
+    tokens = token_authority(db, settings)
     embedder = overrides.embedder or default_embedder(settings)
+    await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
     vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
+    query_tools = overrides.query_tools
+    if query_tools is None:
+        query_tools = QueryTools(
+            db,
+            rows,
+            vectors,
+            embedder,
+            row_cap=settings.query_row_cap,
+            time_limit_seconds=settings.query_time_limit_seconds,
+            max_row_bytes=settings.query_max_row_bytes,
+            max_result_bytes=settings.query_max_result_bytes,
+            work_mem_mb=settings.query_work_mem_mb,
+        )
+        await query_tools.start()
     return Services(
         settings=settings,
         db=db,
@@ -122,14 +121,6 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         models=overrides.models or default_models(settings),
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
-        query_tools=overrides.query_tools
-        or QueryTools(
-            db,
-            rows,
-            vectors,
-            embedder,
-            row_cap=settings.query_row_cap,
-            time_limit_seconds=settings.query_time_limit_seconds,
-        ),
+        query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )

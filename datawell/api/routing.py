@@ -39,6 +39,9 @@ class Operation:
     description: str = ""
     streams: dict[str, str] = field(default_factory=dict)  # extra media types -> description
     headers: tuple[tuple[str, str], ...] = ()  # documented request headers (name, description)
+    # Also served, undocumented, at the path with a trailing slash, for clients that add one
+    # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
+    slash: bool = False
 
 
 async def current_user(request: Request) -> User:
@@ -78,7 +81,13 @@ class Router:
         return register
 
     def routes(self, prefix: str) -> list[Route]:
-        return [Route(prefix + op.path, _handler(op), methods=[op.method]) for op in self.operations]
+        routes = []
+        for op in self.operations:
+            handler = _handler(op)
+            routes.append(Route(prefix + op.path, handler, methods=[op.method]))
+            if op.slash:
+                routes.append(Route(prefix + op.path + "/", handler, methods=[op.method], include_in_schema=False))
+        return routes
 
 
 def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:

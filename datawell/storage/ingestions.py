@@ -182,3 +182,19 @@ async def cancel_active(session: AsyncSession, dataset_id: str, message: str) ->
         .execution_options(synchronize_session=False)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def embedding_incomplete(session: AsyncSession, dataset_ids: list[str]) -> set[str]:
+    """The datasets among `dataset_ids` with published rows whose vectors are not all there
+    yet (being embedded, or their embedding failed): `semantic()` says so."""
+    found = await session.execute(
+        select(Ingestion.dataset_id, Ingestion.mapping).where(
+            Ingestion.dataset_id.in_(dataset_ids), Ingestion.status.in_((RUNNING, SUCCEEDED))
+        )
+    )
+    incomplete = set()
+    for dataset_id, mapping in found:
+        state = (mapping or {}).get("rowEmbeddings") or {}
+        if (mapping or {}).get("published") is not None or (state and not state.get("complete")):
+            incomplete.add(dataset_id)
+    return incomplete
