@@ -22,6 +22,7 @@ from datawell.ingest.documents import chunks
 from datawell.ingest.extraction import extract, records_model
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
 from datawell.ingest.formats import TABULAR, Format, detect_format
+from datawell.ingest.limits import Limits, check_archive
 from datawell.ingest.mapping import map_columns
 from datawell.ingest.tabular import Table, open_table, sample_rows
 from datawell.services import Services
@@ -224,6 +225,7 @@ class Ingest:
         self.batch_rows = services.settings.ingest_batch_rows
         self.embed = services.settings.ingest_embed_rows
         self.total_bytes = attempt.expected_total_bytes
+        self.limits = Limits.of(services.settings)
 
     async def run(self) -> Outcome:
         source = self.workdir / ("source" + Path(self.attempt.name).suffix.lower()[:16])
@@ -233,6 +235,8 @@ class Ingest:
             raise IngestionFailed("the uploaded file is no longer in the object store; upload it again") from None
         self.total_bytes = source.stat().st_size
         fmt = await asyncio.to_thread(detect_format, source, self.attempt.name)
+        if fmt == "xlsx":
+            await asyncio.to_thread(check_archive, source, self.limits)
         if fmt in TABULAR:
             structured = await self.structure_table(source, fmt)
         else:
@@ -251,7 +255,7 @@ class Ingest:
 
     async def structure_table(self, source: Path, fmt: Format) -> Structured:
         await self.tracker.progress(0, 0, f"reading {fmt} columns and mapping them to the dataset's fields")
-        table = await asyncio.to_thread(open_table, source, fmt)
+        table = await asyncio.to_thread(open_table, source, fmt, json_depth=self.limits.json_depth)
         samples = await asyncio.to_thread(sample_rows, table, SAMPLE_ROWS)
         schema = self.dataset.schema_definition
         mapping = await map_columns(
@@ -262,6 +266,7 @@ class Ingest:
             columns=table.columns,
             samples=samples,
             file_name=self.attempt.name,
+            prompt_chars=self.limits.prompt_chars,
         )
         await self.tracker.record_mapping({"format": fmt, "columns": table.columns, **mapping.record()})
         if not mapping.mapped:
@@ -280,7 +285,7 @@ class Ingest:
         spool_path = self.workdir / "records.jsonl"
         passages = records = 0
         with spool_path.open("w", encoding="utf-8") as spool:
-            async for chunk in pull(chunks(source, fmt)):
+            async for chunk in pull(chunks(source, fmt, self.limits)):
                 await self.tracker.progress(
                     min(chunk.position, self.total_bytes), 0, f"extracting records with the model ({chunk.label})"
                 )

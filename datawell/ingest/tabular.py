@@ -16,8 +16,10 @@ from typing import Any, BinaryIO, Protocol
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.formats import CSV_DELIMITERS, Format, head, sniff_encoding, undecodable
+from datawell.ingest.limits import nested_too_deeply, too_deep
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
+JSON_DEPTH = 64  # DATAWELL_INGEST_MAX_JSON_DEPTH's default
 MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item or CSV field may be this large
 READ_CHARS = 1024 * 1024
 
@@ -36,13 +38,13 @@ class Table(Protocol):
     def batches(self, size: int) -> Iterator[Batch]: ...
 
 
-def open_table(path: Path, fmt: Format) -> Table:
+def open_table(path: Path, fmt: Format, *, json_depth: int = JSON_DEPTH) -> Table:
     if fmt in ("csv", "tsv"):
         return CsvTable(path, "\t" if fmt == "tsv" else None)
     if fmt == "json":
-        return JsonTable(path)
+        return JsonTable(path, max_depth=json_depth)
     if fmt == "jsonl":
-        return JsonTable(path, lines=True)
+        return JsonTable(path, lines=True, max_depth=json_depth)
     if fmt == "parquet":
         return ParquetTable(path)
     if fmt == "xlsx":
@@ -147,9 +149,10 @@ class JsonTable:
 
     unit = "line"
 
-    def __init__(self, path: Path, *, lines: bool = False) -> None:
+    def __init__(self, path: Path, *, lines: bool = False, max_depth: int = JSON_DEPTH) -> None:
         self.path = path
         self.encoding = sniff_encoding(path)
+        self.max_depth = max_depth
         self.mode = "lines" if lines else self._mode()
         keys: dict[str, None] = {}
         for n, (_line, record, _position) in enumerate(self.records()):
@@ -172,6 +175,8 @@ class JsonTable:
         try:
             json.loads(text.splitlines()[0])
             return "lines"
+        except RecursionError:
+            raise nested_too_deeply("line 1", self.max_depth) from None
         except json.JSONDecodeError:
             if self.path.stat().st_size > MAX_ITEM_CHARS:
                 raise IngestionFailed(
@@ -184,13 +189,18 @@ class JsonTable:
         with self.path.open("rb") as raw:
             text = io.TextIOWrapper(raw, encoding=self.encoding)
             readers = {"array": json_array, "lines": json_lines, "document": json_document}
+            line = 0
             try:
                 for line, item in readers[self.mode](text):
                     if not isinstance(item, dict):
                         raise IngestionFailed(f"line {line}: expected a JSON object, found {type(item).__name__}")
+                    if too_deep(item, self.max_depth):
+                        raise nested_too_deeply(f"line {line}", self.max_depth)
                     yield line, item, raw.tell()
             except UnicodeDecodeError:
                 raise undecodable(self.encoding, "the file") from None
+            except RecursionError:  # deeper than Python's parser goes: far past any limit
+                raise nested_too_deeply(f"after line {line}", self.max_depth) from None
 
     def batches(self, size: int) -> Iterator[Batch]:
         columns = self.columns
