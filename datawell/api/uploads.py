@@ -4,13 +4,14 @@ serves the part URLs itself (`PUT /upload/parts`), authenticated by their signat
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
@@ -38,6 +39,7 @@ from datawell.storage.uploads import (
     start_completing,
 )
 
+log = logging.getLogger(__name__)
 router = Router("uploads")
 
 PART_PATH = "/upload/parts"
@@ -294,7 +296,7 @@ def number_ranges(numbers: list[int]) -> str:
     public=True,
     errors=(403, 404, 409, 422),
 )
-async def put_part(request: Request, query: PartQuery) -> JSONResponse:
+async def put_part(request: Request, query: PartQuery) -> Response:
     """The presigned part URLs of the local object store point here. The request body is the
     part's raw bytes, exactly the `size` prepare announced; no bearer token is needed, the
     URL's signature authenticates it. Answers with the part's ETag (header and body). A
@@ -312,6 +314,11 @@ async def put_part(request: Request, query: PartQuery) -> JSONResponse:
         if upload is None or upload.key != key:
             raise NotFound(f"no upload {upload_id!r} with key {key!r}")
         check_open(upload)
-    etag = await store.write_part(upload_id, number, size, request.stream())
+    try:
+        etag = await store.write_part(upload_id, number, size, request.stream())
+    except ClientDisconnect:
+        # Nobody is left to answer; write_part stored nothing. Not an error of the service.
+        log.info("the client sending part %d of upload %s disconnected", number, upload_id)
+        return Response(status_code=400)
     receipt = PartReceipt(part_number=number, size=size, etag=etag)
     return JSONResponse(receipt.model_dump(mode="json", by_alias=True), headers={"ETag": etag})

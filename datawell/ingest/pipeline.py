@@ -349,7 +349,10 @@ class Ingest:
             await self.services.vectors.upsert(ROWS, self.dataset.id, points)
 
 
-async def discard(services: Services, dataset: Dataset, ingestion_id: str) -> None:
-    """Remove what an attempt staged: its staging table and its vectors."""
+async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, published: bool = False) -> None:
+    """Remove what an attempt staged: its staging table and its vectors; with `published`,
+    also the rows it published (it was cancelled while publishing)."""
     await services.rows.discard(dataset, ingestion_id)
+    if published:
+        await services.rows.unpublish(dataset, ingestion_id)
     await services.vectors.delete(ROWS, dataset.id, ingestion_id=ingestion_id)
