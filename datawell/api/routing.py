@@ -68,7 +68,24 @@ class Router:
         return register
 
     def routes(self, prefix: str) -> list[Route]:
-        return [Route(prefix + op.path, _handler(op), methods=[op.method]) for op in self.operations]
+        """One route per path, whatever its methods, so a 405 lists all of them in `Allow`."""
+        by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+        for op in self.operations:
+            by_path.setdefault(op.path, {})[op.method] = _handler(op)
+        return [Route(prefix + path, _dispatch(handlers), methods=list(handlers)) for path, handlers in by_path.items()]
+
+
+def _dispatch(
+    handlers: dict[str, Callable[[Request], Awaitable[Response]]],
+) -> Callable[[Request], Awaitable[Response]]:
+    if len(handlers) == 1:
+        return next(iter(handlers.values()))
+
+    async def dispatch(request: Request) -> Response:
+        # HEAD is served by GET, as Starlette does for a route with GET.
+        return await handlers["GET" if request.method == "HEAD" else request.method](request)
+
+    return dispatch
 
 
 def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:

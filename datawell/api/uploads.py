@@ -14,7 +14,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.routing import Router
-from datawell.api.schemas import ApiModel
+from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.services import Services
 from datawell.storage.access import Permission, authorize
@@ -49,7 +49,11 @@ LISTED_PROBLEMS = 100  # sub_errors named one by one; the rest are counted
 
 class PrepareRequest(ApiModel):
     filename: str = Field(min_length=1, max_length=MAX_FILENAME, description="Name of the file to upload.")
-    size: int = Field(ge=1, description=f"File size in bytes; at most {MAX_SIZE} ({MAX_PARTS} parts of {PART_SIZE}).")
+    size: WholeNumber = Field(
+        ge=1,
+        description=f"File size in bytes; at most {MAX_SIZE} ({MAX_PARTS} parts of {PART_SIZE}).",
+        json_schema_extra={"maximum": MAX_SIZE},  # checked by prepare, which says why
+    )
 
 
 class PresignedPart(ApiModel):
@@ -77,7 +81,7 @@ class AbortResponse(ApiModel):
 
 
 class CompletedPart(ApiModel):
-    part_number: int = Field(ge=1, le=MAX_PARTS)
+    part_number: WholeNumber = Field(ge=1, le=MAX_PARTS)
     etag: str = Field(min_length=1, description="The ETag header the part's PUT answered with.")
 
 

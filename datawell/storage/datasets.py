@@ -14,6 +14,9 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.tables import Dataset, User
 from datawell.storage.users import check_name
 
+# As the OpenAPI document states it (ECMA 262); `fullmatch` below adds nothing but the
+# refusal of a trailing newline that `$` lets through.
+FIELD_PATTERN_TEXT = r"^(?!__)[A-Za-z_][A-Za-z0-9_]{0,62}$"
 FIELD_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_FIELDS = 500
 
