@@ -16,7 +16,7 @@ from datawell.storage.datasets import (
     DatasetRef,
     create_dataset,
     get_dataset,
-    list_datasets,
+    readable_datasets,
 )
 from datawell.storage.tables import User
 
@@ -101,9 +101,9 @@ async def create(request: Request, user: User, body: DatasetCreateRequest) -> Da
 async def list_namespace(request: Request, user: User) -> DatasetList:
     """Lists the datasets of a namespace the caller owns or holds a grant on."""
     params = request.path_params
-    async with request.state.services.db.session() as session:
-        namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
-        return DatasetList(data=[DatasetResponse.of(d) for d in await list_datasets(session, namespace)])
+    async with request.state.services.db.read() as session:
+        datasets = await readable_datasets(session, user, params["username"], params["namespace"])
+    return DatasetList(data=[DatasetResponse.of(d) for d in datasets])
 
 
 @router.operation(
@@ -116,6 +116,6 @@ async def list_namespace(request: Request, user: User) -> DatasetList:
 async def read(request: Request, user: User) -> DatasetResponse:
     """Reads one dataset: its description, schema and inferred field types."""
     params = request.path_params
-    async with request.state.services.db.session() as session:
+    async with request.state.services.db.read() as session:
         namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
         return DatasetResponse.of(await get_dataset(session, namespace, params["datasetName"]))
