@@ -114,7 +114,7 @@ def datawell_env(folder: Path) -> dict[str, str]:
 
 
 async def seed_datawell(folder: Path) -> str:
-    from datawell.app import build_services
+    from datawell.app import Overrides, build_services
     from datawell.config import Settings
     from datawell.llm.embeddings import HashingEmbedder
     from datawell.llm.models import FixedChatModels
@@ -122,8 +122,6 @@ async def seed_datawell(folder: Path) -> str:
     from datawell.storage.access import ensure_namespace
     from datawell.storage.datasets import create_dataset
     from datawell.storage.users import create_user
-
-    from datawell.app import Overrides
 
     settings = Settings(data_dir=folder, jwt_secret=SECRET, embeddings_enabled=False, embedded_model_enabled=False)
     overrides = Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())

@@ -200,7 +200,8 @@ class JsonTable:
             except UnicodeDecodeError:
                 raise undecodable(self.encoding, "the file") from None
             except RecursionError:  # deeper than Python's parser goes: far past any limit
-                raise nested_too_deeply(f"after line {line}", self.max_depth) from None
+                where = f"the record after line {line}" if line else "the first record"
+                raise nested_too_deeply(where, self.max_depth) from None
 
     def batches(self, size: int) -> Iterator[Batch]:
         columns = self.columns
