@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from datawell.cli import app as cli_app
 from datawell.ingest.pipeline import Ingest
 from datawell.ingest.sweeps import sweep_work, work_folder
-from datawell.ingest.worker import Worker
+from datawell.ingest.worker import Worker, running_worker
 from datawell.services import Services
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, drain, rows_of, upload
@@ -39,16 +39,11 @@ async def slow_writes(monkeypatch: pytest.MonkeyPatch, slow_names: set[str]) -> 
 
 
 @asynccontextmanager
-async def worker_running(services: Services, name: str = "w") -> AsyncIterator[Worker]:
+async def worker_running(services: Services) -> AsyncIterator[Worker]:
+    """The worker `datawell serve` runs, polling often."""
     services.settings.worker_poll_seconds = 0.05
-    worker = Worker(services, name)
-    stop = asyncio.Event()
-    task = asyncio.create_task(worker.run(stop))
-    try:
+    async with running_worker(services) as worker:
         yield worker
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 async def until(check: Callable[[], Awaitable[bool]], seconds: float = 20) -> None:
