@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
@@ -20,11 +21,14 @@ from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
 from datawell.config import Settings
+from datawell.console import ConsoleCookies
+from datawell.console import routes as console_routes
 from datawell.graphs.memory import ConversationMemory
 from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
+from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.db import Database
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
@@ -47,12 +51,13 @@ API_ROUTERS: list[Router] = [
 @dataclass(frozen=True)
 class Overrides:
     """Replacements for services that tests and eval runs swap in (scripted models, a hashing
-    embedder, prompts from another folder)."""
+    embedder, prompts from another folder, canned graph runs)."""
 
     models: ChatModels | None = None
     embedder: Embedder | None = None
     prompts: PromptLibrary | None = None
     query_tools: QueryTools | None = None
+    runs: Callable[[Services], Runs] | None = None
 
 
 def signing_secret(settings: Settings) -> str:
@@ -140,22 +145,29 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     agents = AgentServer(settings)
 
     @asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services]]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
         services = await build_services(settings, overrides)
+        runs = (overrides.runs if overrides is not None and overrides.runs else Runs)(services)
         try:
             async with AsyncExitStack() as stack:
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
-                yield {"services": services}
+                yield {"services": services, "runs": runs}
         finally:
             await agents.aclose()
             await services.close()
 
-    routes: list[Route] = []
+    routes: list[BaseRoute] = []
     for router in API_ROUTERS:
         routes.extend(router.routes(API_PREFIX))
     routes.extend(system.router.routes(""))
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+    routes.extend(console_routes())
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+    )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)

@@ -232,7 +232,7 @@ async def resolve_caller_and_namespace(
                 else "no users yet: create one with `datawell users create NAME`"
             )
         caller = everyone[0]
-    ref = await access.authorize(session, caller, owner or caller.username, name, access.Permission.READ)
+    ref = await access.namespace_named(session, owner or caller.username, name)
     return caller, ref
 
 
@@ -258,14 +258,15 @@ def ask(
 ) -> None:
     """Ask a question in plain language: prints the generated query and its rows."""
     from datawell.graphs.events import QueryGenerated, RowsReady, RunFailed
-    from datawell.graphs.runs import AskRequest, run_nl2ql
     from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> list[Any]:
         async with services.db.session() as session:
             caller, ref = await resolve_caller_and_namespace(session, namespace, user)
         request = AskRequest(caller, ref, question, choices=StageChoices(default=ModelChoice(model, provider)))
-        return [event async for event in run_nl2ql(services, request)]
+        run = await Runs(services).start_nl2ql(request)
+        return [event async for event in run.events()]
 
     for event in run(work):
         if isinstance(event, QueryGenerated):
@@ -294,8 +295,8 @@ def demo(
     ask the assistant a question about it and print its plan, steps and answer."""
     from datawell import demo as demo_data
     from datawell.graphs.events import AnswerReady, PlanReady, RunFailed, StepFinished
-    from datawell.graphs.runs import AskRequest, run_assistant
     from datawell.llm.models import ModelChoice, StageChoices
+    from datawell.runs import AskRequest, Runs
 
     async def work(services: Services) -> None:
         caller, namespace, report = await demo_data.load(services, user)
@@ -303,7 +304,8 @@ def demo(
             typer.echo(line)
         typer.echo(f"\nQ: {question}\n")
         request = AskRequest(caller, namespace, question, choices=StageChoices(default=ModelChoice(model, provider)))
-        async for event in run_assistant(services, request):
+        started = await Runs(services).start_assistant(request)
+        async for event in started.events():
             if isinstance(event, PlanReady):
                 typer.echo("plan:")
                 for number, step in enumerate(event.steps, 1):

@@ -102,6 +102,13 @@ class Settings(BaseSettings):
         20_000, ge=1000, description="The most characters of a file (column names, sample values) in one model prompt."
     )
 
+    # Web console
+    console_models: list[str] = Field(
+        default_factory=list,
+        description='Hosted models the console offers on its ask page (JSON list, e.g. ["openai/gpt-4o-mini"]).',
+    )
+    evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
+
     @cached_property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"

@@ -1,9 +1,22 @@
-"""The one exception tree. `datawell.api.errors` maps it to ErrorResponse bodies and
-`datawell.agents` maps it to JSON-RPC errors; nothing else translates errors."""
+"""The one exception tree, and `ERRORS`, the one table that says how each error reaches a
+client. Every surface renders an error from its row and nothing else translates errors:
+
+- REST: an ErrorResponse (`datawell.api.errors`) with the row's HTTP status and `code`; the
+  SSE `error` event of a failed run carries the same ErrorResponse.
+- A2A: a request error is a JSON-RPC error with the row's `json_rpc` code and
+  `data.errorCode` = `code` (`datawell.agents.requests.a2a_error`); a failed run ends its
+  task FAILED with a message whose `metadata.errorCode` is `code`.
+- MCP: a JSON-RPC error with the row's `json_rpc` code for a request error; a tool whose run
+  failed returns a tool error (`isError`) holding the same ErrorResponse.
+
+Anything else raised is unexpected: it is logged and shown as `UNEXPECTED` (no internals)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+INVALID_PARAMS = -32602  # JSON-RPC: the request cannot be served as sent
+INTERNAL = -32603  # JSON-RPC: the service failed
 
 
 @dataclass(frozen=True)
@@ -12,86 +25,103 @@ class SubError:
     message: str
 
 
-class DatawellError(Exception):
-    status_code = 500
-    error_code = "INTERNAL_ERROR"
+@dataclass(frozen=True)
+class ErrorMapping:
+    http_status: int
+    code: str  # ErrorResponse.error_code, SSE error events, A2A errorCode
+    json_rpc: int
 
+
+class DatawellError(Exception):
     def __init__(self, message: str, *, detail: str = "", sub_errors: list[SubError] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.detail = detail
         self.sub_errors = sub_errors or []
 
+    @property
+    def mapping(self) -> ErrorMapping:
+        return mapping_of(self)
 
-class BadRequest(DatawellError):
-    status_code = 400
-    error_code = "BAD_REQUEST"
+    @property
+    def error_code(self) -> str:
+        return self.mapping.code
 
 
 class Unauthorized(DatawellError):
-    status_code = 401
-    error_code = "UNAUTHORIZED"
+    pass
 
 
 class Forbidden(DatawellError):
-    status_code = 403
-    error_code = "FORBIDDEN"
+    pass
 
 
 class NotFound(DatawellError):
-    status_code = 404
-    error_code = "NOT_FOUND"
+    pass
 
 
 class MethodNotAllowed(DatawellError):
-    status_code = 405
-    error_code = "METHOD_NOT_ALLOWED"
+    """The route exists, the method does not (Starlette's 405, as an ErrorResponse)."""
 
 
 class Conflict(DatawellError):
-    status_code = 409
-    error_code = "CONFLICT"
+    pass
 
 
 class UnsupportedMediaType(DatawellError):
-    status_code = 415
-    error_code = "UNSUPPORTED_MEDIA_TYPE"
+    pass
 
 
 class InvalidInput(DatawellError):
     """Bad input; `sub_errors` names each bad field."""
 
-    status_code = 422
-    error_code = "VALIDATION_ERROR"
-
 
 class QueryError(InvalidInput):
     """A generated or submitted query was refused by the checker or failed to run."""
 
-    error_code = "QUERY_ERROR"
 
-
-class ModelError(DatawellError):
-    """The language model failed or returned something unusable."""
-
-    status_code = 502
-    error_code = "MODEL_ERROR"
-
-
-class BudgetExceeded(DatawellError):
-    status_code = 422
-    error_code = "BUDGET_EXCEEDED"
-
-
-class WebSearchError(DatawellError):
-    """The configured web-search provider failed or answered something unusable."""
-
-    status_code = 502
-    error_code = "WEB_SEARCH_ERROR"
+class QueryRefused(DatawellError):
+    """The model found that the namespace's datasets cannot answer the question."""
 
 
 class IngestionFailed(DatawellError):
     """An uploaded file cannot be ingested; the message says what to fix, with the line or row."""
 
-    status_code = 422
-    error_code = "INGESTION_FAILED"
+
+class ModelError(DatawellError):
+    """The language model failed or returned something unusable."""
+
+
+class WebSearchError(DatawellError):
+    """The configured web-search provider failed or answered something unusable."""
+
+
+class InternalError(DatawellError):
+    """Something unexpected failed; the cause is logged (and kept as `__cause__`), never shown."""
+
+
+ERRORS: dict[type[DatawellError], ErrorMapping] = {
+    DatawellError: ErrorMapping(500, "INTERNAL_ERROR", INTERNAL),
+    InternalError: ErrorMapping(500, "INTERNAL_ERROR", INTERNAL),
+    Unauthorized: ErrorMapping(401, "UNAUTHORIZED", INVALID_PARAMS),
+    Forbidden: ErrorMapping(403, "FORBIDDEN", INVALID_PARAMS),
+    NotFound: ErrorMapping(404, "NOT_FOUND", INVALID_PARAMS),
+    MethodNotAllowed: ErrorMapping(405, "METHOD_NOT_ALLOWED", INVALID_PARAMS),
+    Conflict: ErrorMapping(409, "CONFLICT", INVALID_PARAMS),
+    UnsupportedMediaType: ErrorMapping(415, "UNSUPPORTED_MEDIA_TYPE", INVALID_PARAMS),
+    InvalidInput: ErrorMapping(422, "VALIDATION_ERROR", INVALID_PARAMS),
+    QueryError: ErrorMapping(422, "QUERY_ERROR", INVALID_PARAMS),
+    QueryRefused: ErrorMapping(422, "QUERY_REFUSED", INVALID_PARAMS),
+    IngestionFailed: ErrorMapping(422, "INGESTION_FAILED", INVALID_PARAMS),
+    ModelError: ErrorMapping(502, "MODEL_ERROR", INTERNAL),
+    WebSearchError: ErrorMapping(502, "WEB_SEARCH_ERROR", INTERNAL),
+}
+UNEXPECTED = ERRORS[InternalError]
+
+
+def mapping_of(exc: BaseException) -> ErrorMapping:
+    """The row of the nearest class of `exc` in `ERRORS`; `UNEXPECTED` for anything else."""
+    for cls in type(exc).__mro__:
+        if cls in ERRORS:
+            return ERRORS[cls]  # type: ignore[index]
+    return UNEXPECTED

@@ -113,8 +113,12 @@ def chat_models(chat_model: ScriptedChatModel) -> FixedChatModels:
 
 
 @pytest.fixture
-async def service(settings: Settings, chat_models: FixedChatModels) -> AsyncIterator[Running]:
-    overrides = Overrides(models=chat_models, embedder=HashingEmbedder())
+async def service(
+    request: pytest.FixtureRequest, settings: Settings, chat_models: FixedChatModels
+) -> AsyncIterator[Running]:
+    # A test that asks for `fake` gets canned graph runs; every other test the real ones.
+    runs = request.getfixturevalue("fake").bind if "fake" in request.fixturenames else None
+    overrides = Overrides(models=chat_models, embedder=HashingEmbedder(), runs=runs)
     async with served(create_app(settings, overrides)) as running:
         yield running
 
@@ -174,9 +178,9 @@ async def sales(client: httpx.AsyncClient, alice: Account) -> str:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
+def fake() -> FakeRuns:
     """Canned assistant and nl2ql runs in place of the graphs (for the REST and A2A layers)."""
-    return FakeRuns().install(monkeypatch)
+    return FakeRuns()
 
 
 @pytest.fixture(scope="session")

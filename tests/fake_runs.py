@@ -1,23 +1,18 @@
-"""Stand-ins for `datawell.graphs.runs.run_assistant` / `run_nl2ql` that yield the event
-sequences the CONTRACT in `datawell/graphs/runs.py` promises, so the REST and A2A surfaces are
-tested on their own. They keep conversations like the real runner: owned by the user who
-started them, NotFound for anyone else."""
+"""`Runs` whose assistant and nl2ql runs yield the event sequences `datawell/runs.py` promises
+instead of running the graphs, so the REST and A2A surfaces are tested on their own. Only the
+events are canned: the checks before a run (access, conversation ownership) are the real ones.
+The app gets it through `Overrides(runs=FakeRuns().bind)`."""
 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
+import dataclasses
 from dataclasses import dataclass, field
 
-import pytest
-
-from datawell.errors import ModelError, NotFound
-from datawell.graphs import runs
+from datawell.errors import ModelError, QueryError
 from datawell.graphs.events import (
     AnswerDelta,
     AnswerReady,
-    GraphEvent,
     PlanReady,
     QueryGenerated,
     RowsReady,
@@ -27,7 +22,7 @@ from datawell.graphs.events import (
     StepFinished,
     StepStarted,
 )
-from datawell.graphs.runs import AskRequest
+from datawell.runs import AskRequest, Events, Run, Runs
 from datawell.services import Services
 
 PLAN = ["Count the orders per customer", "Find the customer with the most orders"]
@@ -49,37 +44,51 @@ NL2QL_ROWS = [{"customer": "alice", "total": 120, "__metadata": {"score": 0.8, "
 
 @dataclass
 class FakeRuns:
-    requests: list[AskRequest] = field(default_factory=list)
-    conversations: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # id -> (owner, questions)
+    """What the canned runs do and saw; a test changes it between requests."""
+
+    requests: list[AskRequest] = field(default_factory=list)  # runs that passed their checks
+    # conversation id -> (who asked, the questions asked): what ran, not who may continue it
+    conversations: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     fail: str | None = None  # "event": RunFailed after the plan; "raise": an exception mid-run
     hold: asyncio.Event | None = None  # when set, the assistant waits here after the plan
     closed: asyncio.Event = field(default_factory=asyncio.Event)  # set when a run's generator is closed early
+    ignore_new_conversation_id: bool = False  # start new conversations under an id of the run's own
 
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeRuns:
-        monkeypatch.setattr(runs, "run_assistant", self.run_assistant)
-        monkeypatch.setattr(runs, "run_nl2ql", self.run_nl2ql)
-        return self
+    def bind(self, services: Services) -> CannedRuns:
+        """The runs the app uses (`Overrides.runs`)."""
+        return CannedRuns(services, self)
 
-    async def run_assistant(self, services: Services, request: AskRequest) -> AsyncIterator[GraphEvent]:
-        self.requests.append(request)
-        if request.conversation_id is not None:
-            known = self.conversations.get(request.conversation_id)
-            if known is None or known[0] != request.user.username:
-                raise NotFound(f"conversation {request.conversation_id} does not exist")
-            conversation_id = request.conversation_id
-        else:
-            conversation_id = request.new_conversation_id or str(uuid.uuid4())
-            self.conversations[conversation_id] = (request.user.username, [])
-        earlier = list(self.conversations[conversation_id][1])
-        self.conversations[conversation_id][1].append(request.question)
+
+class CannedRuns(Runs):
+    def __init__(self, services: Services, script: FakeRuns) -> None:
+        super().__init__(services)
+        self.script = script
+
+    async def start_nl2ql(self, request: AskRequest) -> Run:
+        run = await super().start_nl2ql(request)
+        self.script.requests.append(request)
+        return run
+
+    async def start_assistant(self, request: AskRequest) -> Run:
+        if self.script.ignore_new_conversation_id:
+            request = dataclasses.replace(request, new_conversation_id=None)
+        run = await super().start_assistant(request)
+        self.script.requests.append(request)
+        return run
+
+    async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+        script = self.script
+        _, questions = script.conversations.setdefault(conversation_id, (request.user.username, []))
+        earlier = list(questions)
+        questions.append(request.question)
         finished = False
         try:
             yield RunStarted(conversation_id=conversation_id)
             yield PlanReady(text="Two steps: count, then rank.", steps=PLAN)
-            if self.hold is not None:
-                await self.hold.wait()
-            if self.fail == "event":
-                yield RunFailed(error_code="MODEL_ERROR", message="the plan model returned nothing usable")
+            if script.hold is not None:
+                await script.hold.wait()
+            if script.fail == "event":
+                yield RunFailed(error=ModelError("the plan model returned nothing usable"))
                 finished = True
                 return
             for index, (instruction, query, rows) in enumerate(zip(PLAN, QUERIES, STEP_ROWS, strict=True), 1):
@@ -87,7 +96,7 @@ class FakeRuns:
                 yield StepFinished(
                     index=index, instruction=instruction, query=query, reasoning=f"reasoning {index}", rows=rows
                 )
-            if self.fail == "raise":
+            if script.fail == "raise":
                 raise ModelError("the answer model timed out")
             answer = ANSWER + (f" (after: {earlier[-1]})" if earlier else "")
             for token in answer.split(" "):
@@ -97,14 +106,13 @@ class FakeRuns:
             finished = True
         finally:
             if not finished:
-                self.closed.set()
+                script.closed.set()
 
-    async def run_nl2ql(self, services: Services, request: AskRequest) -> AsyncIterator[GraphEvent]:
-        self.requests.append(request)
+    async def nl2ql_events(self, request: AskRequest) -> Events:
         yield QueryGenerated(query=NL2QL_QUERY, reasoning="totals over 100")
-        if self.fail == "event":
-            yield RunFailed(error_code="QUERY_ERROR", message="no column named 'totl'")
+        if self.script.fail == "event":
+            yield RunFailed(error=QueryError("no column named 'totl'"))
             return
-        if self.fail == "raise":
+        if self.script.fail == "raise":
             raise RuntimeError("connection reset by the row store")
         yield RowsReady(query=NL2QL_QUERY, rows=NL2QL_ROWS)

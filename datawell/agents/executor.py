@@ -1,10 +1,12 @@
-"""What both agents' executors share: reading the prepared request, building parts, and
-turning a failure into TASK_STATE_FAILED with a message instead of a raw exception."""
+"""What both agents' executors share: starting the run before the SDK creates a task, and the
+one rendering of graph events as A2A events."""
 
 from __future__ import annotations
 
 import json
 import logging
+from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from a2a.helpers import new_data_part, new_text_part
@@ -15,43 +17,115 @@ from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import UnsupportedOperationError
 
-from datawell.agents.requests import PREPARED, AgentRequest, read_request
-from datawell.errors import DatawellError
+from datawell.agents.requests import PREPARED, RUNS, a2a_error, read_request
+from datawell.errors import DatawellError, InternalError
+from datawell.graphs.events import (
+    AnswerReady,
+    PlanReady,
+    QueryGenerated,
+    RowsReady,
+    RunFailed,
+    StepFinished,
+    StepStarted,
+)
+from datawell.runs import RUN_FAILED, AskRequest, Run, Runs
 
 log = logging.getLogger(__name__)
 
+GENERATED_QUERY = "generated-query"
+RESULT_DATA = "result-data"
+ANSWER = "answer"
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    run: Run
+    data_parts: bool  # False: the client accepts text only, so rows are rendered as text
+
 
 class GraphExecutor(AgentExecutor):
-    """An agent that runs one graph per message. `prepare` checks the request before the SDK
-    creates a task (see `datawell.agents.server.AgentRequestHandler`); `execute` renders the
-    graph's events as A2A events."""
+    """An agent that runs one graph per message. `prepare` reads the message and starts the
+    run before the SDK creates a task (see `datawell.agents.server.AgentRequestHandler`), so a
+    failed check is a JSON-RPC error and leaves no task; `execute` renders the run's events."""
 
     continues_conversations: ClassVar[bool] = False
 
     def __init__(self, task_store: TaskStore) -> None:
         self.task_store = task_store
 
-    async def prepare(self, params: SendMessageRequest, context: ServerCallContext) -> AgentRequest:
-        return await read_request(params, context, conversations=self.continues_conversations)
+    async def start(self, runs: Runs, ask: AskRequest) -> Run:
+        raise NotImplementedError
 
-    def prepared(self, context: RequestContext) -> AgentRequest:
-        request: AgentRequest = context.call_context.state[PREPARED]
-        return request
+    async def prepare(self, params: SendMessageRequest, context: ServerCallContext) -> PreparedRun:
+        request = await read_request(params, context, conversations=self.continues_conversations)
+        try:
+            run = await self.start(context.state[RUNS], request.ask)
+        except DatawellError as exc:
+            raise a2a_error(exc) from None
+        except Exception as exc:
+            log.error("%s run failed before it started", type(self).__name__, exc_info=exc)
+            raise a2a_error(InternalError(RUN_FAILED)) from None
+        return PreparedRun(run=run, data_parts=request.data_parts)
+
+    def prepared(self, context: RequestContext) -> PreparedRun:
+        prepared: PreparedRun = context.call_context.state[PREPARED]
+        return prepared
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError("Datawell agents do not cancel tasks")
 
-    async def fail(self, updater: TaskUpdater, exc: Exception) -> None:
-        """Ends the task FAILED with a message a client can show; internals stay in the log."""
-        if isinstance(exc, DatawellError):
-            await updater.failed(failure_message(updater, exc.error_code, exc.message))
-            return
-        log.error("agent run failed", exc_info=exc)
-        await updater.failed(failure_message(updater, "INTERNAL_ERROR", "the run failed; it has been logged"))
+
+async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
+    """The run's events as A2A events: artifacts and WORKING updates, then COMPLETED, or FAILED
+    with a message a client can show when the run failed."""
+    async with aclosing(run.events()) as events:
+        async for event in events:
+            match event:
+                case QueryGenerated():
+                    await updater.add_artifact(
+                        [new_text_part(event.query)], artifact_id=GENERATED_QUERY, name=GENERATED_QUERY
+                    )
+                case RowsReady():
+                    await updater.add_artifact(
+                        rows_parts(event.rows, data_parts),
+                        artifact_id=RESULT_DATA,
+                        name=RESULT_DATA,
+                        metadata={"truncated": True} if event.truncated else None,
+                    )
+                case PlanReady():
+                    await updater.start_work(
+                        agent_message(updater, f"{updater.task_id}-plan", plan_parts(event, data_parts))
+                    )
+                case StepStarted():
+                    await updater.start_work(
+                        agent_message(
+                            updater, f"{updater.task_id}-step-{event.index}", [new_text_part(event.instruction)]
+                        )
+                    )
+                case StepFinished():
+                    metadata: dict[str, object] = {
+                        "index": event.index,
+                        "instruction": event.instruction,
+                        "reasoning": event.reasoning,
+                    }
+                    if event.error:
+                        metadata["error"] = event.error
+                    await updater.add_artifact(
+                        [new_text_part(event.query), *rows_parts(event.rows, data_parts)],
+                        artifact_id=f"step-{event.index}",
+                        name=f"step-{event.index}",
+                        metadata=metadata,
+                    )
+                case AnswerReady():
+                    await updater.add_artifact([new_text_part(event.text)], artifact_id=ANSWER, name=ANSWER)
+                case RunFailed():
+                    await updater.failed(failure_message(updater, event.error))
+                    return
+    await updater.complete()
 
 
-def failure_message(updater: TaskUpdater, code: str, text: str) -> Message:
-    return updater.new_agent_message([new_text_part(text)], metadata={"errorCode": code})
+def failure_message(updater: TaskUpdater, error: DatawellError) -> Message:
+    return updater.new_agent_message([new_text_part(error.message)], metadata={"errorCode": error.error_code})
 
 
 def agent_message(updater: TaskUpdater, message_id: str, parts: list[Part]) -> Message:
@@ -62,6 +136,13 @@ def agent_message(updater: TaskUpdater, message_id: str, parts: list[Part]) -> M
         context_id=updater.context_id,
         parts=parts,
     )
+
+
+def plan_parts(plan: PlanReady, data_parts: bool) -> list[Part]:
+    if data_parts:
+        return [new_text_part(plan.text), new_data_part({"steps": jsonable(plan.steps)})]
+    numbered = "\n".join(f"{i}. {step}" for i, step in enumerate(plan.steps, 1))
+    return [new_text_part(f"{plan.text}\n\n{numbered}" if plan.text else numbered)]
 
 
 def rows_parts(rows: list[dict[str, Any]], data_parts: bool) -> list[Part]:

@@ -7,25 +7,25 @@ task exists."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.types import SendMessageRequest
-from a2a.utils.errors import A2AError, InvalidParamsError
+from a2a.utils.errors import A2AError, InternalError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
-from datawell.errors import DatawellError
-from datawell.graphs.runs import AskRequest
+from datawell.errors import INVALID_PARAMS, DatawellError
 from datawell.llm.models import ModelChoice, StageChoices
-from datawell.services import Services
-from datawell.storage.access import Permission, authorize
+from datawell.runs import AskRequest, Runs
+from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
 
 # Keys of ServerCallContext.state; `datawell.agents.server` fills the first two per HTTP request.
-SERVICES = "datawell.services"
+RUNS = "datawell.runs"
 USER = "datawell.user"
-PREPARED = "datawell.request"
+PREPARED = "datawell.run"
 
 DATA_MODES = frozenset({"data", "application/json"})
 
@@ -36,14 +36,12 @@ class AgentRequest:
     data_parts: bool  # False: the client accepts text only, so rows are rendered as text
 
 
-def caller(context: ServerCallContext) -> tuple[Services, User]:
-    return context.state[SERVICES], context.state[USER]
-
-
 async def read_request(params: SendMessageRequest, context: ServerCallContext, *, conversations: bool) -> AgentRequest:
-    """Checks the message and the caller's access. `conversations`: the agent continues the
-    conversation named by `contextId` (the assistant)."""
-    services, user = caller(context)
+    """Reads the message. `conversations`: the agent continues the conversation named by
+    `contextId` (the assistant); a message without one gets a new contextId here, which the
+    SDK then gives the task, so the new conversation is stored under it."""
+    runs: Runs = context.state[RUNS]
+    user: User = context.state[USER]
     message = params.message
     metadata: dict[str, Any] = MessageToDict(message.metadata) if message.HasField("metadata") else {}
     question = next((part.text for part in message.parts if part.HasField("text") and part.text.strip()), None)
@@ -52,17 +50,23 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
     owner, name = _namespace(metadata.get("namespace"), user)
     choice = ModelChoice(_text(metadata, "model"), _text(metadata, "provider"))
     try:
-        async with services.db.session() as session:
-            namespace = await authorize(session, user, owner, name, Permission.READ)
+        async with runs.services.db.session() as session:
+            namespace = await namespace_named(session, owner, name)
     except DatawellError as exc:
         raise a2a_error(exc) from None
     modes = {mode.lower() for mode in params.configuration.accepted_output_modes}
+    conversation_id = new_conversation_id = None
+    if conversations and message.context_id:
+        conversation_id = message.context_id
+    elif conversations:
+        new_conversation_id = message.context_id = str(uuid.uuid4())
     ask = AskRequest(
         user=user,
         namespace=namespace,
         question=question,
         choices=StageChoices(default=choice),
-        conversation_id=(message.context_id or None) if conversations else None,
+        conversation_id=conversation_id,
+        new_conversation_id=new_conversation_id,
     )
     return AgentRequest(ask=ask, data_parts=not modes or bool(modes & DATA_MODES))
 
@@ -89,6 +93,8 @@ def _text(metadata: dict[str, Any], key: str) -> str | None:
 
 
 def a2a_error(exc: DatawellError) -> A2AError:
-    """A request-level Datawell error as a JSON-RPC invalid-params error; `data` carries the
-    Datawell error code (FORBIDDEN, NOT_FOUND, VALIDATION_ERROR, ...)."""
-    return InvalidParamsError(exc.message, data={"errorCode": exc.error_code})
+    """An error found before a run starts, as the JSON-RPC error of its row in
+    `datawell.errors.ERRORS`; `data.errorCode` carries the Datawell code (FORBIDDEN, NOT_FOUND, …)."""
+    mapping = exc.mapping
+    error_class = InvalidParamsError if mapping.json_rpc == INVALID_PARAMS else InternalError
+    return error_class(exc.message, data={"errorCode": mapping.code})

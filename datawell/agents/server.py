@@ -2,10 +2,10 @@
 and a JSON-RPC dispatcher from a2a-sdk.
 
 - The caller is authenticated by the route (`datawell.agents.routes`); `CallerContextBuilder`
-  hands the Datawell user and services to the executors through the SDK's call context, and
-  names the task owner so each user sees only their own tasks.
-- `AgentRequestHandler` checks a message (`GraphExecutor.prepare`) before the SDK creates a
-  task, so a bad request is a JSON-RPC error and leaves no task behind.
+  hands the Datawell user and the app's `Runs` to the executors through the SDK's call
+  context, and names the task owner so each user sees only their own tasks.
+- `AgentRequestHandler` starts the run (`GraphExecutor.prepare`: every check) before the SDK
+  creates a task, so a bad request is a JSON-RPC error and leaves no task behind.
 - The agents are stateless over A2A (SPEC.md): `RunningTaskStore` keeps a task only while it
   runs, so GetTask finds running tasks and nothing else, and CancelTask is unsupported."""
 
@@ -28,7 +28,7 @@ from starlette.responses import Response
 from datawell.agents.cards import agent_card
 from datawell.agents.executor import GraphExecutor
 from datawell.agents.registry import AGENTS
-from datawell.agents.requests import PREPARED, SERVICES, USER
+from datawell.agents.requests import PREPARED, RUNS, USER
 from datawell.config import Settings
 
 FINISHED = frozenset(
@@ -57,7 +57,7 @@ class Caller(A2AUser):
 class CallerContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
-        context.state[SERVICES] = request.state.services
+        context.state[RUNS] = request.state.runs
         context.state[USER] = request.scope["user"]
         return context
 

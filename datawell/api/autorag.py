@@ -1,30 +1,25 @@
 """Question answering over REST: `POST /query/autorag` runs the assistant graph and renders its
 events either as one JSON body or, with `Accept: text/event-stream`, as Server-Sent Events.
 
-This module only renders: the graph run (`datawell.graphs.runs.run_assistant`) decides the
+This module only renders: the assistant run (`datawell.runs.Runs.start_assistant`) decides the
 plan, the queries and the answer."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any, cast
+from typing import Any
 
 from pydantic import Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
 
-from datawell.api.errors import error_response
+from datawell.api.errors import error_body
 from datawell.api.routing import Router
-from datawell.api.schemas import ApiModel, ErrorResponse
-from datawell.errors import DatawellError
-from datawell.graphs import runs
+from datawell.api.schemas import ApiModel
+from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
     AnswerDelta,
     AnswerReady,
@@ -35,12 +30,11 @@ from datawell.graphs.events import (
     RunStarted,
     StepFinished,
 )
-from datawell.graphs.runs import AskRequest, CallerContext
 from datawell.llm.models import ModelChoice, StageChoices
-from datawell.storage.access import Permission, authorize
+from datawell.runs import AskRequest, Run, Runs
+from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
 
-log = logging.getLogger(__name__)
 router = Router("query")
 
 EVENT_STREAM = "text/event-stream"
@@ -122,24 +116,10 @@ class AutoRagResponse(ApiModel):
 async def autorag(request: Request, user: User, body: AutoRagRequest) -> Response:
     """Plans the steps to answer the question, runs a query per step, and answers from the rows.
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
-    ask = await ask_request(request, user, body)
-    events = RunInTask(runs.run_assistant(request.state.services, ask))
-    # Pull the first event now: a run raises NotFound/Forbidden before it starts, and the
-    # client must get that as an ErrorResponse, not as a 200 stream.
-    try:
-        first = await anext(events)
-    except BaseException:
-        await events.aclose()
-        raise
-    if wants_stream(request):
-        return RunStream(first, events)
-    return await json_answer(first, events)
-
-
-async def ask_request(request: Request, user: User, body: AutoRagRequest) -> AskRequest:
-    async with request.state.services.db.session() as session:
-        namespace = await authorize(session, user, body.username or user.username, body.namespace, Permission.READ)
-    return AskRequest(
+    runs: Runs = request.state.runs
+    async with runs.services.db.session() as session:
+        namespace = await namespace_named(session, body.username or user.username, body.namespace)
+    ask = AskRequest(
         user=user,
         namespace=namespace,
         question=body.query,
@@ -149,46 +129,11 @@ async def ask_request(request: Request, user: User, body: AutoRagRequest) -> Ask
         web_search=body.web_search,
         caller_context=body.caller_context,
     )
-
-
-class RunInTask:
-    """Iterates a run inside one task of its own and hands its events over a queue.
-
-    The request task reads the first event and the response task (sse-starlette's) reads
-    the rest; a run that keeps a timeout or cancel scope open across its yields must not
-    be resumed from two tasks, so it never is. `aclose` cancels the run."""
-
-    def __init__(self, events: AsyncIterator[GraphEvent]) -> None:
-        self._queue: asyncio.Queue[GraphEvent | Exception | None] = asyncio.Queue(maxsize=16)
-        # The runners are async generators (see datawell.graphs.runs); closing one on
-        # cancellation runs its cleanup now rather than at garbage collection.
-        self._task = asyncio.create_task(self._pump(cast(AsyncGenerator[GraphEvent, None], events)))
-
-    async def _pump(self, events: AsyncGenerator[GraphEvent, None]) -> None:
-        async with aclosing(events):
-            try:
-                async for event in events:
-                    await self._queue.put(event)
-            except Exception as exc:
-                await self._queue.put(exc)
-            else:
-                await self._queue.put(None)
-
-    def __aiter__(self) -> RunInTask:
-        return self
-
-    async def __anext__(self) -> GraphEvent:
-        item = await self._queue.get()
-        if item is None:
-            raise StopAsyncIteration
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    async def aclose(self) -> None:
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+    # Checks that fail raise here, before anything streams: the client gets an ErrorResponse.
+    run = await runs.start_assistant(ask)
+    if wants_stream(request):
+        return EventSourceResponse(sse_events(run), ping=15)
+    return await json_answer(run)
 
 
 def wants_stream(request: Request) -> bool:
@@ -200,16 +145,13 @@ def wants_stream(request: Request) -> bool:
     return False
 
 
-async def json_answer(first: GraphEvent, rest: RunInTask) -> Response:
-    conversation_id = ""
+async def json_answer(run: Run) -> Response:
+    """The whole run as one body; a failed run answers like the error it failed on."""
     answer = ""
     steps: list[AutoRagStep] = []
-    async with aclosing(rest):
-        event: GraphEvent | None = first
-        while event is not None:
+    async with aclosing(run.events()) as events:
+        async for event in events:
             match event:
-                case RunStarted():
-                    conversation_id = event.conversation_id or ""
                 case StepFinished():
                     steps.append(
                         AutoRagStep(
@@ -219,46 +161,19 @@ async def json_answer(first: GraphEvent, rest: RunInTask) -> Response:
                 case AnswerReady():
                     answer = event.text
                 case RunFailed():
-                    return _failure(event)
-            event = await anext(rest, None)
-    body = AutoRagResponse(response=answer, steps=steps, conversation_id=conversation_id)
+                    raise event.error
+    body = AutoRagResponse(response=answer, steps=steps, conversation_id=run.conversation_id or "")
     return JSONResponse(body.model_dump(mode="json", by_alias=True))
 
 
-class RunStream(EventSourceResponse):
-    """The run's events as SSE. However the response ends (the run finished, the client went
-    away and sse-starlette cancelled the stream, or it never started), the run is closed, which
-    cancels the graph if it is still running."""
-
-    def __init__(self, first: GraphEvent, run: RunInTask) -> None:
-        super().__init__(sse_events(first, run), ping=15)
-        self.run = run
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            await self.run.aclose()
-
-
-async def sse_events(first: GraphEvent, rest: RunInTask) -> AsyncIterator[ServerSentEvent]:
-    conversation_id = ""
-    try:
-        event: GraphEvent | None = first
-        while event is not None:
-            if isinstance(event, RunStarted):
-                conversation_id = event.conversation_id or ""
-            rendered = render(event, conversation_id)
+async def sse_events(run: Run) -> AsyncIterator[ServerSentEvent]:
+    """The run's events as SSE. sse-starlette closes this generator however the response ends
+    (finished, or the client went away), and closing it stops the run."""
+    async with aclosing(run.events()) as events:
+        async for event in events:
+            rendered = render(event, run.conversation_id or "")
             if rendered is not None:
                 yield rendered
-            if isinstance(event, RunFailed):
-                return
-            event = await anext(rest, None)
-    except DatawellError as exc:
-        yield _sse("error", _error_body(exc.error_code, exc.message, exc.detail))
-    except Exception:
-        log.exception("the assistant run failed")
-        yield _sse("error", _error_body("INTERNAL_ERROR", "the run failed; it has been logged"))
 
 
 def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
@@ -285,29 +200,9 @@ def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
         case RunFinished():
             return _sse("run-finished", {"conversationId": conversation_id})
         case RunFailed():
-            return _sse("error", _error_body(event.error_code, event.message))
+            return _sse("error", error_body(event.error))
     return None
 
 
 def _sse(name: str, data: dict[str, Any]) -> ServerSentEvent:
-    return ServerSentEvent(data=_json(data), event=name)
-
-
-def _json(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":"))
-
-
-def _error_body(code: str, message: str, detail: str = "") -> dict[str, Any]:
-    return ErrorResponse(error_code=code, message=message, error_message=detail).model_dump()
-
-
-def _failure(event: RunFailed) -> Response:
-    return error_response(_status_codes(DatawellError).get(event.error_code, 500), event.error_code, event.message)
-
-
-def _status_codes(cls: type[DatawellError]) -> dict[str, int]:
-    """error_code -> HTTP status over the exception tree, so a run failure answers like the raised error would."""
-    found = {cls.error_code: cls.status_code}
-    for sub in cls.__subclasses__():
-        found.update(_status_codes(sub))
-    return found
+    return ServerSentEvent(data=json.dumps(data, ensure_ascii=False, default=str, separators=(",", ":")), event=name)

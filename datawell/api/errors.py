@@ -1,9 +1,11 @@
-"""Every error a client sees is an ErrorResponse; this is the one mapping from exceptions."""
+"""Every error a client sees is an ErrorResponse, rendered from the row of `datawell.errors.ERRORS`
+of the exception; Starlette's own errors (no route, wrong method) become the Datawell errors they are."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
@@ -11,37 +13,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.schemas import ErrorResponse, SubErrorBody
-from datawell.errors import DatawellError, InvalidInput, SubError
+from datawell.errors import DatawellError, InvalidInput, MethodNotAllowed, NotFound, SubError, Unauthorized
 
 log = logging.getLogger(__name__)
 
-HTTP_ERROR_CODES = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    409: "CONFLICT",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    422: "VALIDATION_ERROR",
-}
+UNEXPECTED_MESSAGE = "the service failed to handle this request; it has been logged"
 
 
-def error_response(
-    status: int,
-    code: str,
-    message: str,
-    detail: str = "",
-    sub_errors: list[SubError] | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> JSONResponse:
-    body = ErrorResponse(
-        error_code=code,
-        message=message,
-        error_message=detail,
-        sub_errors=[SubErrorBody(code=s.code, message=s.message) for s in sub_errors or []],
-    )
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+def error_body(exc: DatawellError) -> dict[str, Any]:
+    """The ErrorResponse of an error, as JSON data (also the SSE `error` event's data)."""
+    return ErrorResponse(
+        error_code=exc.error_code,
+        message=exc.message,
+        error_message=exc.detail,
+        sub_errors=[SubErrorBody(code=s.code, message=s.message) for s in exc.sub_errors],
+    ).model_dump()
+
+
+def error_response(exc: DatawellError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    if isinstance(exc, Unauthorized):
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    return JSONResponse(error_body(exc), status_code=exc.mapping.http_status, headers=headers)
 
 
 def validation_error(error: ValidationError, prefix: str = "") -> InvalidInput:
@@ -55,20 +47,24 @@ def validation_error(error: ValidationError, prefix: str = "") -> InvalidInput:
 
 async def handle_datawell_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DatawellError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-    return error_response(exc.status_code, exc.error_code, exc.message, exc.detail, exc.sub_errors, headers)
+    return error_response(exc)
 
 
 async def handle_http_exception(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    code = HTTP_ERROR_CODES.get(exc.status_code, "HTTP_ERROR")
-    message = {404: "no such route", 405: "method not allowed on this route"}.get(exc.status_code, str(exc.detail))
-    return error_response(exc.status_code, code, message, headers=exc.headers)
+    # Routing raises only these two; the 405 keeps its Allow header.
+    error = {404: NotFound("no such route"), 405: MethodNotAllowed("method not allowed on this route")}.get(
+        exc.status_code
+    )
+    if error is None:  # no Datawell error says what this is: keep Starlette's status
+        body = ErrorResponse(error_code="HTTP_ERROR", message=str(exc.detail))
+        return JSONResponse(body.model_dump(), status_code=exc.status_code, headers=exc.headers)
+    return error_response(error, headers=exc.headers)
 
 
 async def handle_unexpected(_request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", exc_info=exc)
-    return error_response(500, "INTERNAL_ERROR", "the service failed to handle this request; it has been logged")
+    return error_response(DatawellError(UNEXPECTED_MESSAGE))
 
 
 EXCEPTION_HANDLERS = {

@@ -6,6 +6,7 @@ A namespace in a request is either the caller's own (`shop`) or `owner/namespace
 from __future__ import annotations
 
 import uuid
+from contextlib import aclosing
 from datetime import datetime
 from typing import Literal
 
@@ -18,14 +19,13 @@ from starlette.responses import JSONResponse
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
-from datawell.graphs.curator.graph import curate
-from datawell.graphs.curator.state import CuratorState
-from datawell.graphs.runs import curator_deps
+from datawell.graphs.events import LinksCurated, RunFailed
 from datawell.llm.models import ModelChoice, StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
+from datawell.runs import CurateRequest, Runs
 from datawell.services import Services
-from datawell.storage.access import Permission, allows, authorize, namespace_by_id, permission_of
-from datawell.storage.datasets import get_dataset, list_datasets
+from datawell.storage.access import Permission, allows, authorize, namespace_by_id, namespace_named, permission_of
+from datawell.storage.datasets import get_dataset
 from datawell.storage.tables import Link, User
 
 router = Router("ontology")
@@ -136,32 +136,37 @@ async def curate_links(request: Request, user: User, body: CurateLinksRequest) -
     near-identical spellings, nearby coordinates, similar names); the curator model selects the
     meaningful ones. With `activate` true they join the ontology and the response carries only
     the counts; otherwise they are returned in `curatedLinks` and kept as suggestions."""
-    services: Services = request.state.services
+    runs: Runs = request.state.runs
     owner, name = namespace_coordinate(user, body.namespace)
-    async with services.db.session() as session:
-        namespace = await authorize(session, user, owner, name, Permission.WRITE)
-        datasets = await list_datasets(session, namespace)
-        focus = await get_dataset(session, namespace, body.dataset) if body.dataset is not None else None
-    state = CuratorState(
+    async with runs.services.db.session() as session:
+        namespace = await namespace_named(session, owner, name)
+    curation = CurateRequest(
+        user=user,
         namespace=namespace,
-        datasets=datasets,
-        curator_id=user.id,
-        focus=focus,
+        dataset=body.dataset,
         activate=body.activate,
         choices=StageChoices(default=ModelChoice(body.model, body.provider)),
     )
-    result = await curate(curator_deps(services), state)
-    response = CurateLinksResponse(datasets_processed=result.datasets_processed, total_selected=len(result.selected))
-    if not body.activate:
-        response.curated_links = [
-            CuratedLink(
-                origin=str(s.candidate.origin),
-                destination=str(s.candidate.destination),
-                hits=s.candidate.hits,
-                match_type=s.candidate.match_type.value,
-            )
-            for s in result.selected
-        ]
+    run = await runs.start_curator(curation)
+    response = CurateLinksResponse(datasets_processed=0, total_selected=0)
+    async with aclosing(run.events()) as events:
+        async for event in events:
+            match event:
+                case LinksCurated():
+                    response.datasets_processed = event.datasets_processed
+                    response.total_selected = len(event.links)
+                    if not event.activated:
+                        response.curated_links = [
+                            CuratedLink(
+                                origin=link.origin,
+                                destination=link.destination,
+                                hits=link.hits,
+                                match_type=link.match_type,
+                            )
+                            for link in event.links
+                        ]
+                case RunFailed():
+                    raise event.error
     return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 

@@ -3,7 +3,7 @@
 Each case's output, events, latency and token use are appended to `predictions.jsonl` as
 the case finishes, with the results of its gold queries run on the same store, so scoring
 never needs the model or the store again. What the runner calls is a `Targets`: the graph
-runs of `datawell.graphs.runs` by default, fakes in tests."""
+runs of `datawell.runs` by default, fakes in tests."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from datawell.app import Overrides, build_services
 from datawell.config import Settings
-from datawell.errors import DatawellError
+from datawell.errors import DatawellError, InternalError
 from datawell.evals.fixtures import FixtureStore, load_fixtures
 from datawell.evals.records import (
     PREDICTIONS_FILE,
@@ -39,9 +39,9 @@ from datawell.evals.records import (
 )
 from datawell.evals.scoring import gold_queries
 from datawell.evals.suites import Case, Suite
-from datawell.graphs.events import AnswerDelta, AnswerReady, GraphEvent, QueryGenerated, RowsReady, RunFailed
-from datawell.graphs.runs import AskRequest
+from datawell.graphs.events import AnswerDelta, AnswerReady, LinksCurated, QueryGenerated, RowsReady, RunFailed
 from datawell.llm.models import StageChoices
+from datawell.runs import AskRequest, CurateRequest, Run, Runs
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef
 from datawell.storage.tables import User
@@ -49,39 +49,21 @@ from datawell.tools.ql import QueryResult
 
 log = logging.getLogger(__name__)
 
-GraphRun = Callable[[Services, AskRequest], AsyncIterator[GraphEvent]]
-
 
 class QueryRunner(Protocol):
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult: ...
 
 
 @dataclass(frozen=True)
-class CurateRequest:
-    user: User
-    namespace: NamespaceRef
-    dataset: str | None
-    choices: StageChoices
-
-
-CuratorRun = Callable[[Services, CurateRequest], Awaitable[list[PredictedLink]]]
-
-
-@dataclass(frozen=True)
 class Targets:
-    """What an eval run calls: the two graph runs, the curator, and the query tools that run
-    gold queries."""
+    """What an eval run calls: the graph runs, and the query tools that run gold queries."""
 
-    nl2ql: GraphRun
-    assistant: GraphRun
-    curator: CuratorRun
+    runs: Callable[[Services], Runs]
     query_tools: Callable[[Services], QueryRunner]
 
 
 def default_targets() -> Targets:
-    from datawell.evals import wiring
-
-    return wiring.targets()
+    return Targets(runs=Runs, query_tools=lambda services: services.query_tools)
 
 
 @asynccontextmanager
@@ -134,8 +116,22 @@ def apply_event(prediction: Prediction, event: BaseModel, answer_parts: list[str
         prediction.rows = event.rows
     elif isinstance(event, AnswerReady):
         prediction.answer = event.text
+    elif isinstance(event, LinksCurated):
+        prediction.links = [
+            PredictedLink(origin=link.origin, destination=link.destination, match_type=link.match_type, hits=link.hits)
+            for link in event.links
+        ]
     elif isinstance(event, RunFailed):
-        prediction.error = ErrorInfo(code=event.error_code, message=event.message)
+        prediction.error = error_info(event.error)
+
+
+def error_info(error: DatawellError) -> ErrorInfo:
+    """What a case's failure records; for an unexpected exception, the exception itself (a
+    client is only told the run failed, but the eval report is for whoever changes the code)."""
+    cause = error.__cause__
+    if isinstance(error, InternalError) and cause is not None:
+        return ErrorInfo(code="EXCEPTION", message=f"{type(cause).__name__}: {cause}")
+    return ErrorInfo(code=error.error_code, message=error.message)
 
 
 async def run_gold(tools: QueryRunner, store: FixtureStore, namespace: str, query: str) -> GoldResult:
@@ -145,6 +141,21 @@ async def run_gold(tools: QueryRunner, store: FixtureStore, namespace: str, quer
         details = "; ".join(s.message for s in exc.sub_errors)
         return GoldResult(query=query, error=f"{exc.message}{': ' + details if details else ''}")
     return GoldResult(query=query, rows=result.rows)
+
+
+async def start(
+    runs: Runs, suite: Suite, case: Case, user: User, namespace: NamespaceRef, choices: StageChoices
+) -> Run:
+    if suite.kind == "curator":
+        return await runs.start_curator(CurateRequest(user, namespace, case.vars.dataset, choices=choices))
+    ask = AskRequest(
+        user=user,
+        namespace=namespace,
+        question=case.vars.question,
+        choices=choices,
+        helper_prompt=case.vars.helper_prompt,
+    )
+    return await (runs.start_nl2ql if suite.kind == "nl2ql" else runs.start_assistant)(ask)
 
 
 async def predict_case(
@@ -165,19 +176,9 @@ async def predict_case(
     with get_usage_metadata_callback() as usage:
         try:
             async with asyncio.timeout(timeout):
-                if suite.kind == "curator":
-                    request = CurateRequest(store.user, namespace, case.vars.dataset, choices)
-                    prediction.links = await targets.curator(services, request)
-                else:
-                    ask = AskRequest(
-                        user=store.user,
-                        namespace=namespace,
-                        question=case.vars.question,
-                        choices=choices,
-                        helper_prompt=case.vars.helper_prompt,
-                    )
-                    run = targets.nl2ql if suite.kind == "nl2ql" else targets.assistant
-                    async for event in run(services, ask):
+                run = await start(targets.runs(services), suite, case, store.user, namespace, choices)
+                async with aclosing(run.events()) as events:
+                    async for event in events:
                         apply_event(prediction, event, answer_parts)
         except DatawellError as exc:
             prediction.error = ErrorInfo(code=exc.error_code, message=exc.message)

@@ -1,5 +1,5 @@
-"""Progress events every graph emits while it runs. The REST SSE stream and the A2A event
-sequence are two renderings of these same events.
+"""Progress events every graph emits while it runs. The REST SSE stream, the A2A event
+sequence, the JSON answers and the eval predictions are renderings of these same events.
 
 Nodes emit with `emit(event)` (LangGraph's custom stream writer); a runner consumes them with
 `graph.astream(..., stream_mode="custom")`."""
@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from langgraph.config import get_stream_writer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from datawell.errors import DatawellError
 
 
 class RunStarted(BaseModel):
@@ -71,10 +73,48 @@ class RunFinished(BaseModel):
     type: Literal["run-finished"] = "run-finished"
 
 
+class CandidatesFound(BaseModel):
+    """curator: how many link candidates the data gave."""
+
+    type: Literal["candidates"] = "candidates"
+    count: int
+
+
+class CuratedLink(BaseModel):
+    origin: str  # namespace/dataset.field
+    destination: str
+    match_type: str
+    hits: int
+    score: float
+    reason: str
+
+
+class LinksCurated(BaseModel):
+    """curator: the links the model selected, stored as suggestions or activated."""
+
+    type: Literal["links"] = "links"
+    datasets_processed: int
+    links: list[CuratedLink]
+    activated: bool
+
+
 class RunFailed(BaseModel):
+    """The run stopped on `error`; every surface renders it through `datawell.errors.ERRORS`."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     type: Literal["error"] = "error"
-    error_code: str
-    message: str
+    error: DatawellError = Field(exclude=True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def error_code(self) -> str:
+        return self.error.error_code
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def message(self) -> str:
+        return self.error.message
 
 
 GraphEvent = Annotated[
@@ -87,6 +127,8 @@ GraphEvent = Annotated[
     | AnswerDelta
     | AnswerReady
     | RunFinished
+    | CandidatesFound
+    | LinksCurated
     | RunFailed,
     Field(discriminator="type"),
 ]

@@ -84,6 +84,20 @@ def allows(held: Permission | None, wanted: Permission) -> bool:
     return held is Permission.WRITE or (held is Permission.READ and wanted is Permission.READ)
 
 
+async def namespace_named(session: AsyncSession, owner: str, name: str) -> NamespaceRef:
+    """The namespace `owner/name`; 404 if it does not exist."""
+    namespace = await find_namespace(session, owner, name)
+    if namespace is None:
+        raise NotFound(f"namespace {owner}/{name} does not exist")
+    return namespace
+
+
+async def require(session: AsyncSession, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
+    """403 unless `user` holds `wanted` on `namespace`."""
+    if not allows(await permission_of(session, user, namespace), wanted):
+        raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
+
+
 def access_query(user: User, owner: str, name: str) -> Select[str, str | None]:
     """The namespace `owner/name` and the user's grant on it (null when none), in one row;
     callers add the columns of what they read from it, so access and data come in one query."""

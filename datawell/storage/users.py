@@ -79,3 +79,9 @@ async def active_token_user(session: AsyncSession, token_id: str) -> User | None
         )
     ).scalar_one_or_none()
     return row
+
+
+async def list_tokens(session: AsyncSession, user: User) -> list[Token]:
+    """The user's tokens, newest first."""
+    query = select(Token).where(Token.user_id == user.id).order_by(Token.created_at.desc())
+    return list((await session.execute(query)).scalars())

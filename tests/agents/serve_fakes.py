@@ -10,7 +10,6 @@ import uvicorn
 
 from datawell.app import Overrides, create_app
 from datawell.config import Settings
-from datawell.graphs import runs
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
@@ -18,10 +17,9 @@ from tests.fake_runs import FakeRuns
 
 
 def main() -> None:
-    fake = FakeRuns()
-    runs.run_assistant = fake.run_assistant  # type: ignore[assignment]
-    runs.run_nl2ql = fake.run_nl2ql  # type: ignore[assignment]
-    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
+    overrides = Overrides(
+        models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder(), runs=FakeRuns().bind
+    )
     app = create_app(Settings(), overrides)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 

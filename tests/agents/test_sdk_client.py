@@ -3,15 +3,12 @@ written against the SDK sees."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from a2a.client.errors import A2AClientError
 from a2a.types import GetExtendedAgentCardRequest, GetTaskRequest
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
 from datawell.agents.registry import AGENTS
-from datawell.graphs import runs
 from datawell.llm.models import ModelChoice
 from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
@@ -279,15 +276,12 @@ async def test_without_a_token_the_client_gets_401(client, agents, fake) -> None
 
 
 async def test_a_run_that_ignores_the_context_id_fails_loudly(
-    client, monkeypatch: pytest.MonkeyPatch, alice: Account, sales: str, agents, fake: FakeRuns
+    client, alice: Account, sales: str, agents, fake: FakeRuns
 ) -> None:
     """If a runner started the conversation under an id of its own, the contextId handed to the
     client could not be continued: the task fails instead."""
 
-    def ignoring(services, request):
-        return fake.run_assistant(services, dataclasses.replace(request, new_conversation_id=None))
-
-    monkeypatch.setattr(runs, "run_assistant", ignoring)
+    fake.ignore_new_conversation_id = True
     async with await sdk_client(client, assistant_of(agents), alice.token) as a2a:
         events = await send(a2a, message("Who?", {"namespace": sales}))
     final = events[-1]["statusUpdate"]["status"]

@@ -96,11 +96,15 @@ async def server(server_env: dict[str, str], token: str) -> AsyncIterator[httpx.
                 pytest.fail("the server did not start")
             yield http
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 async def test_agents_over_real_http(server: httpx.AsyncClient, token: str) -> None:

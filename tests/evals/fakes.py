@@ -13,9 +13,9 @@ from sqlglot import exp
 
 from datawell.errors import QueryError
 from datawell.evals.records import PredictedLink
-from datawell.evals.runner import CurateRequest, Targets
-from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady, RunFailed
-from datawell.graphs.runs import AskRequest
+from datawell.evals.runner import Targets
+from datawell.graphs.events import CuratedLink, GraphEvent, LinksCurated, QueryGenerated, RowsReady, RunFailed
+from datawell.runs import AskRequest, CurateRequest, Events, Runs
 from datawell.services import Services
 from datawell.storage import datasets
 from datawell.storage.access import NamespaceRef
@@ -85,34 +85,56 @@ def scripted_nl2ql(answers: Mapping[str, Answer], attempts: int = 1) -> Callable
     async def run(services: Services, request: AskRequest) -> AsyncIterator[GraphEvent]:
         query = answers.get(request.question)
         if query is None:
-            yield RunFailed(error_code="QUERY_ERROR", message="this question cannot be answered from the data")
+            yield RunFailed(error=QueryError("this question cannot be answered from the data"))
             return
         yield QueryGenerated(query=query, attempts=attempts)
         try:
             result = await SqliteQueryTools(services).run(request.user, request.namespace, query)
         except QueryError as exc:
-            yield RunFailed(error_code=exc.error_code, message=exc.message)
+            yield RunFailed(error=exc)
             return
         yield RowsReady(query=query, rows=result.rows)
 
     return run
 
 
+GraphRun = Callable[[Services, AskRequest], AsyncIterator[GraphEvent]]
+
+
 def targets(
-    nl2ql: Callable[..., AsyncIterator[GraphEvent]] | None = None,
-    assistant: Callable[..., AsyncIterator[GraphEvent]] | None = None,
+    nl2ql: GraphRun | None = None,
+    assistant: GraphRun | None = None,
     links: Mapping[str, list[PredictedLink]] | None = None,
 ) -> Targets:
+    """Runs whose events come from `nl2ql` and `assistant`, and whose curator finds `links`
+    (per namespace name); the checks before each run are the real ones."""
+
     async def never(services: Services, request: AskRequest) -> AsyncIterator[GraphEvent]:
         raise AssertionError("this target should not run")
         yield  # pragma: no cover
 
-    async def curator(services: Services, request: CurateRequest) -> list[PredictedLink]:
-        return list((links or {}).get(str(request.namespace.name), []))
+    class ScriptedRuns(Runs):
+        async def nl2ql_events(self, request: AskRequest) -> Events:
+            async for event in (nl2ql or never)(self.services, request):
+                yield event
 
-    return Targets(
-        nl2ql=nl2ql or never,
-        assistant=assistant or never,
-        curator=curator,
-        query_tools=SqliteQueryTools,
-    )
+        async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+            async for event in (assistant or never)(self.services, request):
+                yield event
+
+        async def curator_events(self, request: CurateRequest, datasets: Any, focus: Any) -> Events:
+            found = (links or {}).get(str(request.namespace.name), [])
+            curated = [
+                CuratedLink(
+                    origin=link.origin,
+                    destination=link.destination,
+                    match_type=link.match_type,
+                    hits=link.hits,
+                    score=1.0,
+                    reason="",
+                )
+                for link in found
+            ]
+            yield LinksCurated(datasets_processed=len(datasets), links=curated, activated=False)
+
+    return Targets(runs=ScriptedRuns, query_tools=SqliteQueryTools)

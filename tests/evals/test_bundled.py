@@ -16,8 +16,8 @@ from datawell.evals.records import PredictedLink
 from datawell.evals.runner import eval_services, predict
 from datawell.evals.suites import load_suite
 from datawell.graphs.events import AnswerReady, GraphEvent, RunFinished
-from datawell.graphs.runs import AskRequest
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.runs import AskRequest
 from datawell.services import Services
 from tests.evals import fakes
 

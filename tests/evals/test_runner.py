@@ -15,8 +15,8 @@ from datawell.evals.records import PredictedLink
 from datawell.evals.runner import predict
 from datawell.evals.suites import load_suite
 from datawell.graphs.events import AnswerDelta, GraphEvent, RunFinished, StepFinished
-from datawell.graphs.runs import AskRequest
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.runs import AskRequest
 from datawell.services import Services
 from tests.evals import fakes
 from tests.evals.conftest import write_suite

@@ -12,20 +12,19 @@ from langchain_core.messages import AIMessage, BaseMessage
 from sqlalchemy import func, select
 
 from datawell.errors import Forbidden, NotFound
-from datawell.graphs.assistant.state import PlanOutput
+from datawell.graphs.assistant.state import CallerContext, CallerFact, CallerTurn, PlanOutput
 from datawell.graphs.events import (
     AnswerDelta,
     AnswerReady,
     GraphEvent,
     PlanReady,
-    RunFailed,
     RunStarted,
     StepFinished,
 )
 from datawell.graphs.nl2ql.state import QueryDraft
-from datawell.graphs.runs import AskRequest, CallerContext, CallerFact, CallerTurn, run_assistant
 from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.runs import AskRequest, Runs
 from datawell.services import Services
 from datawell.storage.access import Permission, ensure_namespace, set_grant
 from datawell.storage.tables import Conversation
@@ -41,7 +40,8 @@ OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
 
 
 async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
-    return [event async for event in run_assistant(services, request)]
+    run = await Runs(services).start_assistant(request)
+    return [event async for event in run.events()]
 
 
 def oslo_turn(answer: str) -> list[object]:
@@ -335,7 +335,11 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
     chat_model.script += ["this is not a plan"]
     failed = await ask(services, AskRequest(shop.user, shop.namespace, "First question"))
     assert [e.type for e in failed] == ["run-started", "error"]
-    assert failed[1] == RunFailed(error_code="MODEL_ERROR", message="the planning model did not return a plan")
+    assert failed[1].model_dump() == {
+        "type": "error",
+        "error_code": "MODEL_ERROR",
+        "message": "the planning model did not return a plan",
+    }
 
     chat_model.script += [PlanOutput(summary="", steps=[]), "Hello."]
     again = await ask(
@@ -537,7 +541,7 @@ async def test_a_consumer_that_stops_listening_stops_the_run(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += oslo_turn("Ann.")
-    events = run_assistant(services, AskRequest(shop.user, shop.namespace, "Who?"))
+    events = (await Runs(services).start_assistant(AskRequest(shop.user, shop.namespace, "Who?"))).events()
     async for event in events:
         if isinstance(event, PlanReady):
             break

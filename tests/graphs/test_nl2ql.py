@@ -6,9 +6,9 @@ from datawell.errors import Forbidden
 from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady, RunFailed
 from datawell.graphs.nl2ql.graph import build_graph
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft
-from datawell.graphs.runs import AskRequest, query_deps, run_nl2ql
 from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.runs import AskRequest, Runs, query_deps
 from datawell.services import Services
 from tests.conftest import Account
 from tests.graphs.conftest import Shop, user_named
@@ -18,7 +18,8 @@ OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
 
 
 async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
-    return [event async for event in run_nl2ql(services, request)]
+    run = await Runs(services).start_nl2ql(request)
+    return [event async for event in run.events()]
 
 
 async def test_success_prints_query_and_rows(
@@ -117,8 +118,12 @@ async def test_refusal_ends_without_a_query(
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Will it rain tomorrow?"))
 
-    assert events == [
-        RunFailed(error_code="QUERY_REFUSED", message="the datasets cannot answer this: there is no weather data")
+    assert [event.model_dump() for event in events] == [
+        {
+            "type": "error",
+            "error_code": "QUERY_REFUSED",
+            "message": "the datasets cannot answer this: there is no weather data",
+        }
     ]
     assert [c.method for c in tools.calls] == ["catalog"]
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import litellm
 import pytest
+from langchain_core.callbacks import UsageMetadataCallbackHandler
 from pydantic import BaseModel, Field
 
 from datawell.config import Settings
@@ -24,7 +25,6 @@ from datawell.errors import ModelError
 from datawell.llm import embedded
 from datawell.llm.embedded import EMBEDDED_MODEL, EmbeddedProvider, EmbeddedRuntime, ensure_model_file
 from datawell.llm.litellm_models import LiteLLMChatModel, LiteLLMChatModels
-from datawell.llm.usage import RunUsage
 
 # Joining the parts
 
@@ -163,11 +163,11 @@ def embedded_model(**values: Any) -> LiteLLMChatModel:
 async def test_an_answer_with_its_tokens(install: Any) -> None:
     server = FakeServer(["SELECT", " 1"])
     install(server)
-    usage = RunUsage()
+    usage = UsageMetadataCallbackHandler()
     answer = await embedded_model().ainvoke("one?", config={"callbacks": [usage]})
     assert answer.content == "SELECT 1"
     assert answer.usage_metadata == {"input_tokens": 11, "output_tokens": 2, "total_tokens": 13}
-    assert usage.by_model == {EMBEDDED_MODEL: {"input_tokens": 11, "output_tokens": 2, "total_tokens": 13}}
+    assert usage.usage_metadata == {EMBEDDED_MODEL: {"input_tokens": 11, "output_tokens": 2, "total_tokens": 13}}
     assert server.requests[0]["messages"] == [{"role": "user", "content": "one?"}]
     assert server.requests[0]["max_tokens"] == embedded.DEFAULT_MAX_TOKENS
 
@@ -293,7 +293,7 @@ async def test_the_real_embedded_model_answers_a_text_to_sql_question(monkeypatc
     model = LiteLLMChatModels(settings).for_stage("query")
 
     started = time.monotonic()
-    usage = RunUsage()
+    usage = UsageMetadataCallbackHandler()
     answer = await model.with_structured_output(SqlAnswer).ainvoke(
         [
             ("system", "Write one SQLite SELECT statement. Tables: orders(id INTEGER, customer TEXT, total REAL)."),
@@ -303,11 +303,11 @@ async def test_the_real_embedded_model_answers_a_text_to_sql_question(monkeypatc
     )
     elapsed = time.monotonic() - started
     runtime = embedded.runtime()
-    print(f"\nembedded model: load {runtime.load_seconds:.1f} s, first answer {elapsed:.1f} s, {usage.by_model}")
+    print(f"\nembedded model: load {runtime.load_seconds:.1f} s, first answer {elapsed:.1f} s, {usage.usage_metadata}")
 
     assert isinstance(answer, SqlAnswer)
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE orders (id INTEGER, customer TEXT, total REAL)")
     db.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "ada", 10.0), (2, "ada", 5.5), (3, "bob", 99.0)])
     assert db.execute(answer.sql).fetchall() == [(15.5,)]
-    assert usage.total_tokens > 0
+    assert sum(u["total_tokens"] for u in usage.usage_metadata.values()) > 0

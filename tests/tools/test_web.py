@@ -40,7 +40,7 @@ async def test_provider_failures_are_web_search_errors(response: httpx.Response,
     with pytest.raises(WebSearchError) as caught:
         await searx(httpx.MockTransport(lambda _request: response)).search("x", limit=5)
     assert caught.value.message.startswith(message) or message in caught.value.message
-    assert caught.value.status_code == 502
+    assert caught.value.mapping.http_status == 502
 
 
 async def test_an_unreachable_provider_is_a_web_search_error() -> None:

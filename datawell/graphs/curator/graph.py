@@ -1,19 +1,19 @@
-"""The curator graph: find -> select -> store (select is skipped when nothing was found)."""
+"""The curator graph: find -> select -> store (select is skipped when nothing was found).
+It emits CandidatesFound, then LinksCurated."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from datawell.graphs.curator import nodes
-from datawell.graphs.curator.state import CuratorDeps, CuratorState, Selection
+from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState
 
 
-def build_graph(deps: CuratorDeps) -> Any:
-    graph = StateGraph(CuratorState)
+def build_graph(deps: CuratorDeps) -> CompiledStateGraph[CuratorState, CuratorContext, CuratorState, CuratorState]:
+    graph = StateGraph(CuratorState, context_schema=CuratorContext)
     graph.add_node("find", partial(nodes.find, deps=deps))
     graph.add_node("select", partial(nodes.select, deps=deps))
     graph.add_node("store", partial(nodes.store, deps=deps))
@@ -21,21 +21,4 @@ def build_graph(deps: CuratorDeps) -> Any:
     graph.add_conditional_edges("find", nodes.after_find)
     graph.add_edge("select", "store")
     graph.add_edge("store", END)
-    return graph.compile(name="curator")
-
-
-@dataclass(frozen=True)
-class Curation:
-    datasets_processed: int
-    selected: list[Selection]
-    candidates: int  # how many candidates the data gave
-
-
-async def curate(deps: CuratorDeps, state: CuratorState) -> Curation:
-    """Run the curator once for one request."""
-    result = await build_graph(deps).ainvoke(state)
-    return Curation(
-        datasets_processed=len(state.curated),
-        selected=list(result["selected"]),
-        candidates=len(result["candidates"]),
-    )
+    return graph.compile(checkpointer=False, name="curator")

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
 
 from datawell.errors import ModelError
-from datawell.graphs.curator.state import CuratorDeps, CuratorState, LinkSelection, Selection
+from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState, LinkSelection, Selection
+from datawell.graphs.events import CandidatesFound, CuratedLink, LinksCurated, emit
 from datawell.graphs.structured import ask_structured
 from datawell.ontology.candidates import Candidate, find_candidates
 from datawell.ontology.links import ACTIVE, SUGGESTED, NewLink, drop_suggested, save_links
@@ -27,16 +29,18 @@ async def find(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
         focus=state.focus.record.id if state.focus is not None else None,
         options=deps.options,
     )
-    return {"candidates": candidates[: deps.max_candidates]}
+    kept = candidates[: deps.max_candidates]
+    emit(CandidatesFound(count=len(kept)))
+    return {"candidates": kept}
 
 
 def after_find(state: CuratorState) -> Literal["select", "store"]:
     return "select" if state.candidates else "store"
 
 
-def model_label(model: BaseChatModel, state: CuratorState) -> str:
+def model_label(model: BaseChatModel, context: CuratorContext) -> str:
     """The model's name as recorded on the links it curated."""
-    chosen = state.choices.for_stage("curate").litellm_name()
+    chosen = context.choices.for_stage("curate").litellm_name()
     named = getattr(model, "model_name", None) or getattr(model, "model", None)
     return chosen or (named if isinstance(named, str) else None) or model._llm_type
 
@@ -64,16 +68,17 @@ def render_candidate(label: str, candidate: Candidate) -> str:
     )
 
 
-async def select(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
+async def select(state: CuratorState, runtime: Runtime[CuratorContext], deps: CuratorDeps) -> dict[str, Any]:
     """Ask the model about the candidates in batches; keep what it selects, with its reason."""
-    model = deps.models.for_stage("curate", state.choices)
+    context = runtime.context
+    model = deps.models.for_stage("curate", context.choices)
     prompt = deps.prompts.get("curate_links")
     labelled = [(f"L{i}", c) for i, c in enumerate(state.candidates, start=1)]
     selected: list[Selection] = []
     for start in range(0, len(labelled), deps.batch_size):
         batch = labelled[start : start + deps.batch_size]
         messages = prompt.render(
-            namespace=str(state.namespace),
+            namespace=str(context.namespace),
             datasets=render_datasets(state.datasets, [c for _, c in batch]),
             candidates="\n".join(render_candidate(label, c) for label, c in batch),
         )
@@ -91,10 +96,10 @@ async def select(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
                 log.info("curator model chose %r, which is not a candidate of this batch", chosen.id)
                 continue
             selected.append(Selection(candidate, chosen.reason.strip()))
-    return {"selected": selected, "model_name": model_label(model, state)}
+    return {"selected": selected, "model_name": model_label(model, context)}
 
 
-async def store(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
+async def store(state: CuratorState, runtime: Runtime[CuratorContext], deps: CuratorDeps) -> dict[str, Any]:
     """Activate the selection, or keep it as suggestions (replacing earlier suggestions for the
     curated datasets; active links are never demoted)."""
     links = [
@@ -110,16 +115,29 @@ async def store(state: CuratorState, deps: CuratorDeps) -> dict[str, Any]:
         )
         for s in state.selected
     ]
+    context = runtime.context
     async with deps.db.session() as session:
-        if not state.activate:
-            await drop_suggested(session, state.namespace.id, [d.record.id for d in state.curated])
+        if not context.activate:
+            await drop_suggested(session, context.namespace.id, [d.record.id for d in state.curated])
         if links:
             await save_links(
                 session,
-                state.namespace.id,
+                context.namespace.id,
                 links,
-                status=ACTIVE if state.activate else SUGGESTED,
-                curated_by=state.curator_id,
+                status=ACTIVE if context.activate else SUGGESTED,
+                curated_by=context.user.id,
                 model=state.model_name,
             )
+    curated = [
+        CuratedLink(
+            origin=link.origin,
+            destination=link.destination,
+            match_type=link.match_type.value,
+            hits=link.hits,
+            score=link.score,
+            reason=link.reason,
+        )
+        for link in links
+    ]
+    emit(LinksCurated(datasets_processed=len(state.curated), links=curated, activated=context.activate))
     return {}

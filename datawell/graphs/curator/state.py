@@ -1,4 +1,4 @@
-"""The curator's state, its dependencies, and what the model sees and returns."""
+"""The curator's state, its run context, its dependencies, and what the model sees and returns."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.db import Database
 from datawell.storage.rows import RowStore
+from datawell.storage.tables import User
 from datawell.storage.vectors import VectorStore
 
 
@@ -36,14 +37,20 @@ class Selection:
     reason: str
 
 
+@dataclass(frozen=True)
+class CuratorContext:
+    """Who curates which namespace, with which model, and whether the links go live."""
+
+    user: User
+    namespace: NamespaceRef
+    choices: StageChoices = field(default_factory=StageChoices)
+    activate: bool = False
+
+
 @dataclass
 class CuratorState:
-    namespace: NamespaceRef
     datasets: list[DatasetRef]  # every dataset of the namespace: the other side of each link
-    curator_id: str  # the user who asked
     focus: DatasetRef | None = None  # only links from or to this dataset
-    activate: bool = False
-    choices: StageChoices = field(default_factory=StageChoices)
     candidates: list[Candidate] = field(default_factory=list)
     selected: list[Selection] = field(default_factory=list)
     model_name: str = ""

@@ -1,0 +1,157 @@
+"""Namespaces and datasets: the list, creating a dataset, a dataset's page (schema, types, row
+count, rows in pages, ingestion attempts, upload), clearing one, retrying an attempt."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from datawell.console.calls import ApiError
+from datawell.console.pages import Failure, api, form, redirect, render, signed_in
+from datawell.console.session import Session
+from datawell.services import Services
+from datawell.storage.access import Permission, allows, authorize, permission_of, readable_namespaces
+
+ROWS_PER_PAGE = 50
+ATTEMPTS_SHOWN = 10
+ACTIVE = ("QUEUED", "RUNNING")
+
+
+def dataset_path(owner: str, namespace: str, name: str) -> str:
+    return "/".join(quote(part, safe="") for part in (owner, namespace, name))
+
+
+@signed_in
+async def home(request: Request, session: Session) -> Response:
+    async with request.state.services.db.session() as db:
+        namespaces = await readable_namespaces(db, session.user)
+    listed = []
+    for namespace in namespaces:
+        owner, name = quote(namespace.owner, safe=""), quote(namespace.name, safe="")
+        datasets = await api(request, session).get(f"/datasets/{owner}/{name}")
+        listed.append({"owner": namespace.owner, "name": namespace.name, "datasets": datasets["data"]})
+    return render(request, "home.html", {"namespaces": listed}, session=session)
+
+
+def _schema_from(fields: list[str], descriptions: list[str]) -> dict[str, str]:
+    return {name.strip(): text.strip() for name, text in zip(fields, descriptions, strict=False) if name.strip()}
+
+
+@signed_in
+async def new_dataset(request: Request, session: Session) -> Response:
+    context: dict[str, Any] = {"values": {}, "fields": [("", "")]}
+    if request.method == "POST":
+        submitted = await request.form()
+        values = await form(request)
+        names = [str(v) for v in submitted.getlist("field")]
+        texts = [str(v) for v in submitted.getlist("field_description")]
+        schema = _schema_from(names, texts)
+        namespace, name = values.get("namespace", "").strip(), values.get("name", "").strip()
+        body = {"dataDescription": values.get("description", ""), "schemaDefinition": schema}
+        try:
+            await api(request, session).post(f"/ingest/new/{quote(namespace, safe='')}/{quote(name, safe='')}", body)
+        except ApiError as exc:
+            fields = list(zip(names, texts, strict=False)) or [("", "")]
+            context = {"values": values, "fields": fields, "failure": Failure(exc)}
+            return render(request, "new_dataset.html", context, status=exc.status, session=session)
+        target = f"/datasets/{dataset_path(session.user.username, namespace, name)}"
+        return redirect(target, f"Dataset {namespace}/{name} created.")
+    return render(request, "new_dataset.html", context, session=session)
+
+
+async def rows_page(
+    request: Request, session: Session, owner: str, namespace: str, name: str, page: int
+) -> dict[str, Any]:
+    """A page of rows and the row count, through the query tools (the callers' read access applies)."""
+    services: Services = request.state.services
+    async with services.db.session() as db:
+        ref = await authorize(db, session.user, owner, namespace, Permission.READ)
+    table = '"' + name.replace('"', '""') + '"'
+    counted = await services.query_tools.run(session.user, ref, f"SELECT COUNT(*) AS n FROM {table}")
+    offset = (page - 1) * ROWS_PER_PAGE
+    result = await services.query_tools.run(
+        session.user, ref, f"SELECT * FROM {table} LIMIT {ROWS_PER_PAGE + 1} OFFSET {offset}"
+    )
+    return {
+        "count": counted.rows[0]["n"] if counted.rows else 0,
+        "rows": result.rows[:ROWS_PER_PAGE],
+        "page": page,
+        "has_next": len(result.rows) > ROWS_PER_PAGE,
+        "first": offset + 1,
+    }
+
+
+async def _writable(request: Request, session: Session, owner: str, namespace: str) -> bool:
+    async with request.state.services.db.session() as db:
+        ref = await authorize(db, session.user, owner, namespace, Permission.READ)
+        return allows(await permission_of(db, session.user, ref), Permission.WRITE)
+
+
+@signed_in
+async def dataset_page(request: Request, session: Session) -> Response:
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    path = dataset_path(owner, namespace, name)
+    dataset = await api(request, session).get(f"/datasets/{path}")
+    raw_page = request.query_params.get("page", "1")
+    page = int(raw_page) if raw_page.isdigit() and int(raw_page) >= 1 else 1
+    context = {
+        "dataset": dataset,
+        "path": path,
+        "rows": await rows_page(request, session, owner, namespace, name, page),
+        "attempts": await attempts_context(request, session, path),
+        "writable": await _writable(request, session, owner, namespace),
+    }
+    return render(request, "dataset.html", context, session=session)
+
+
+async def attempts_context(request: Request, session: Session, path: str) -> dict[str, Any]:
+    listed = await api(request, session).get(f"/data/{path}/ingest/attempts", pageSize=ATTEMPTS_SHOWN)
+    items = listed["data"]
+    return {"items": items, "live": any(a["status"] in ACTIVE for a in items), "path": path}
+
+
+@signed_in
+async def attempts(request: Request, session: Session) -> Response:
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    context = {
+        "attempts": await attempts_context(request, session, dataset_path(owner, namespace, name)),
+        "writable": await _writable(request, session, owner, namespace),
+    }
+    return render(request, "attempts.html", context, session=session)
+
+
+@signed_in
+async def retry(request: Request, session: Session) -> Response:
+    ingestion_id = quote(request.path_params["ingestionId"], safe="")
+    values = await form(request)
+    retried = await api(request, session).post(f"/ingestionTracking/{ingestion_id}/retry")
+    back = values.get("back", "/")
+    return redirect(back if back.startswith("/datasets/") else "/", f"Retrying as ingestion {retried['id']}.")
+
+
+@signed_in
+async def clear(request: Request, session: Session) -> Response:
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    path = dataset_path(owner, namespace, name)
+    calls = api(request, session)
+    if request.method == "POST":
+        done = await calls.post(f"/data/{path}/clear")
+        notice = (
+            f"Cleared {namespace}/{name}: {done['rowsDeleted']} rows, {done['vectorsDeleted']} vectors and "
+            f"{done['linksDeleted']} links deleted; {done['ingestionsCancelled']} ingestions stopped."
+        )
+        return redirect(f"/datasets/{path}", notice)
+    dataset = await calls.get(f"/datasets/{path}")
+    links = await calls.get(f"/ontology/{quote(owner, safe='')}/{quote(namespace, safe='')}/links", dataset=name)
+    listed = await calls.get(f"/data/{path}/ingest/attempts", pageSize=100)
+    context = {
+        "dataset": dataset,
+        "path": path,
+        "rows": (await rows_page(request, session, owner, namespace, name, 1))["count"],
+        "links": links["data"],
+        "active": [a for a in listed["data"] if a["status"] in ACTIVE],
+    }
+    return render(request, "clear.html", context, session=session)

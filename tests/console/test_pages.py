@@ -1,0 +1,113 @@
+"""The console through httpx against the app: sessions, CSRF, access, and each page's content."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from datawell.services import Services
+from tests.conftest import Account
+
+
+def csrf_of(page: httpx.Response) -> str:
+    found = re.search(r'name="csrf-token" content="([0-9a-f]+)"', page.text)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+async def sign_in(client: httpx.AsyncClient, account: Account) -> str:
+    """Signs in as `account`; returns the CSRF token of the signed-in pages."""
+    page = await client.get("/signin")
+    response = await client.post("/signin", data={"csrf": csrf_of(page), "token": account.token, "next": "/"})
+    assert response.status_code == 303, response.text
+    return csrf_of(await client.get("/"))
+
+
+async def test_pages_need_a_session(client: httpx.AsyncClient) -> None:
+    response = await client.get("/")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/signin?next=/"
+
+
+async def test_sign_in_sets_a_protected_session_cookie_and_sign_out_ends_it(
+    client: httpx.AsyncClient, alice: Account, sales: str
+) -> None:
+    page = await client.get("/signin")
+    response = await client.post("/signin", data={"csrf": csrf_of(page), "token": alice.token})
+    cookie = next(c for c in response.headers.get_list("set-cookie") if c.startswith("datawell_session="))
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    home = await client.get("/")
+    assert "alice/sales" in home.text and ">orders</a>" in home.text
+    session_cookie = client.cookies["datawell_session"]
+
+    out = await client.post("/signout", data={"csrf": csrf_of(home)})
+    assert out.status_code == 303
+    # The session's own token is revoked: the cookie is worthless even if kept.
+    client.cookies.set("datawell_session", session_cookie)
+    assert (await client.get("/")).status_code == 303
+    # The pasted token is untouched.
+    assert (await client.get("/api/v1/build-specs", headers=alice.headers)).status_code == 200
+
+
+async def test_a_bad_token_is_refused_in_the_page(client: httpx.AsyncClient) -> None:
+    page = await client.get("/signin")
+    response = await client.post("/signin", data={"csrf": csrf_of(page), "token": "not-a-token"})
+    assert response.status_code == 401
+    assert "the bearer token is not a valid JWT" in response.text
+
+
+async def test_a_form_without_its_csrf_token_is_refused(
+    client: httpx.AsyncClient, alice: Account, services: Services
+) -> None:
+    await sign_in(client, alice)
+    response = await client.post("/new-dataset", data={"namespace": "sales", "name": "orders", "field": "a"})
+    assert response.status_code == 403
+    assert "did not carry the console's security token" in response.text
+    forged = await client.post("/new-dataset", data={"csrf": "0" * 64, "namespace": "sales", "name": "x"})
+    assert forged.status_code == 403
+    assert (await client.get("/api/v1/datasets/alice/sales", headers=alice.headers)).status_code == 404
+    # The API with the session cookie: reading works, writing needs the CSRF header.
+    assert (await client.get("/api/v1/build-specs")).status_code == 200
+    assert (await client.post("/api/v1/ingest/new/sales/x", json={"schemaDefinition": {"a": "b"}})).status_code == 401
+
+
+async def test_another_users_namespace_is_not_visible(
+    client: httpx.AsyncClient, alice: Account, bob: Account, sales: str
+) -> None:
+    await sign_in(client, bob)
+    home = await client.get("/")
+    assert "alice/sales" not in home.text
+    for path in ("/datasets/alice/sales/orders", "/ask/alice/sales", "/ontology/alice/sales"):
+        response = await client.get(path)
+        assert response.status_code == 403, path
+        assert "has no read access to namespace alice/sales" in response.text
+        assert "Traceback" not in response.text
+
+
+async def test_create_a_dataset_with_its_schema(client: httpx.AsyncClient, alice: Account) -> None:
+    csrf = await sign_in(client, alice)
+    form = {"csrf": csrf, "namespace": "shop", "name": "orders", "description": "Orders",
+            "field": ["customer", "total"], "field_description": ["Who", "EUR"]}  # fmt: skip
+    created = await client.post("/new-dataset", data=form)
+    assert created.status_code == 303
+    page = await client.get(created.headers["location"])
+    assert "<code>customer</code>" in page.text and "EUR" in page.text
+    assert "Dataset shop/orders created." in page.text
+
+    taken = await client.post("/new-dataset", data=form)
+    assert taken.status_code == 409
+    assert "already exists" in taken.text and 'value="customer"' in taken.text
+
+
+async def test_tokens_issue_and_revoke(client: httpx.AsyncClient, alice: Account, bob: Account) -> None:
+    csrf = await sign_in(client, alice)
+    issued = await client.post("/tokens", data={"csrf": csrf, "description": "laptop", "days": "7"})
+    assert "it is shown only once" in issued.text
+    token_id = re.search(r"New token <code>([0-9a-f-]+)</code>", issued.text)
+    assert token_id
+    revoked = await client.post(f"/tokens/{token_id.group(1)}/revoke", data={"csrf": csrf})
+    assert revoked.status_code == 303
+    assert "revoked" in (await client.get("/tokens")).text
+    others = await client.post(f"/tokens/{bob.token_id}/revoke", data={"csrf": csrf})
+    assert others.status_code == 404
