@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute
 
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
-from datawell.api import autorag, build_specs, datasets, ingestions, ontology, system, uploads
+from datawell.api import autorag, build_specs, datasets, ingestions, mcp, ontology, system, uploads
 from datawell.api.auth import TokenAuthority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
@@ -27,6 +27,7 @@ from datawell.graphs.memory import ConversationMemory
 from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 from datawell.llm.models import ChatModels
+from datawell.mcp.server import McpServer
 from datawell.prompts import PromptLibrary
 from datawell.runs import Runs
 from datawell.services import Services
@@ -44,6 +45,7 @@ API_ROUTERS: list[Router] = [
     ingestions.router,
     autorag.router,
     a2a_routes.router,
+    mcp.router,
     ontology.router,
 ]
 
@@ -143,6 +145,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
     agents = AgentServer(settings)
+    mcp_server = McpServer()
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
@@ -150,6 +153,7 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
         runs = (overrides.runs if overrides is not None and overrides.runs else Runs)(services)
         try:
             async with AsyncExitStack() as stack:
+                await stack.enter_async_context(mcp_server.running())
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
                 yield {"services": services, "runs": runs}
@@ -170,5 +174,6 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
+    app.state.mcp = mcp_server
     app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
     return app

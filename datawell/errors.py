@@ -6,8 +6,10 @@ client. Every surface renders an error from its row and nothing else translates 
 - A2A: a request error is a JSON-RPC error with the row's `json_rpc` code and
   `data.errorCode` = `code` (`datawell.agents.requests.a2a_error`); a failed run ends its
   task FAILED with a message whose `metadata.errorCode` is `code`.
-- MCP: a JSON-RPC error with the row's `json_rpc` code for a request error; a tool whose run
-  failed returns a tool error (`isError`) holding the same ErrorResponse.
+- MCP: a tool that fails, before or during its run, returns a tool error (`isError`) whose
+  text is `code: message` and whose structured content is `{errorCode, message, subErrors}`
+  (`datawell.mcp.results`), so the calling model can read it; a failed resource read is a
+  JSON-RPC error with the row's `json_rpc` code and `data.errorCode` = `code`.
 
 Anything else raised is unexpected: it is logged and shown as `UNEXPECTED` (no internals)."""
 

@@ -31,10 +31,11 @@ class AssistantExecutor(GraphExecutor):
         return await runs.start_assistant(ask)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id and context.context_id
+        assert context.task_id and context.context_id and context.message
         prepared = self.prepared(context)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        task = Task(id=context.task_id, context_id=context.context_id)
+        # The task's history starts with the caller's message, as nl2ql's does.
+        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
         task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
         task.status.timestamp.FromDatetime(datetime.now(UTC))
         await event_queue.enqueue_event(task)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2a.server.context import ServerCallContext
-from a2a.types import SendMessageRequest
-from a2a.utils.errors import A2AError, InternalError, InvalidParamsError
+from a2a.types import Part, SendMessageRequest
+from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InternalError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
 from datawell.errors import INVALID_PARAMS, DatawellError
@@ -44,6 +44,12 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
     user: User = context.state[USER]
     message = params.message
     metadata: dict[str, Any] = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+    if message.parts and not any(part.HasField("text") for part in message.parts):
+        # Files, URLs and data are not something the agents read (their cards say text in).
+        kinds = ", ".join(sorted({_kind(part) for part in message.parts}))
+        raise ContentTypeNotSupportedError(
+            f"the agents read text parts only (got {kinds}): send the question as params.message.parts[0].text"
+        )
     question = next((part.text for part in message.parts if part.HasField("text") and part.text.strip()), None)
     if question is None:
         raise InvalidParamsError("the message has no text part: send the question as params.message.parts[0].text")
@@ -69,6 +75,11 @@ async def read_request(params: SendMessageRequest, context: ServerCallContext, *
         new_conversation_id=new_conversation_id,
     )
     return AgentRequest(ask=ask, data_parts=not modes or bool(modes & DATA_MODES))
+
+
+def _kind(part: Part) -> str:
+    kind = part.WhichOneof("content") or "empty"
+    return f"{kind} ({part.media_type})" if part.media_type else kind
 
 
 def _namespace(value: Any, user: User) -> tuple[str, str]:

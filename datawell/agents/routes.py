@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from email.utils import formatdate
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import build_error_response
@@ -23,6 +24,8 @@ from datawell.storage.tables import User
 router = Router("a2a")
 
 CARD_CACHE = "public, max-age=300"
+# A card changes only with a new release, so it was last modified when this process started.
+CARD_LAST_MODIFIED = formatdate(usegmt=True)
 RPC_MEDIA_TYPES = {
     "application/json": "A JSON-RPC 2.0 response: `result` or `error` (A2A error codes -32001…-32009, JSON-RPC -32600…-32700)",
     "text/event-stream": "For SendStreamingMessage: SSE whose `data:` lines are JSON-RPC responses, each `result` holding one of `task`, `statusUpdate`, `artifactUpdate`, `message`",
@@ -35,7 +38,7 @@ class AgentListItem(ApiModel):
     agent_card: str = Field(description="Address of the agent's AgentCard")
 
 
-@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True)
+@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True, slash=True)
 async def list_agents(request: Request) -> list[AgentListItem]:
     """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
     base = request.state.services.settings.public_base_url
@@ -48,13 +51,14 @@ async def list_agents(request: Request) -> list[AgentListItem]:
     summary="An agent's AgentCard",
     public=True,
     errors=(404,),
+    slash=True,
 )
 async def read_card(request: Request) -> Response:
     """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
     spec = agent_named(request.path_params["agent"])
     body = card_json(agent_card(spec, request.state.services.settings.public_base_url))
     etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
-    headers = {"ETag": etag, "Cache-Control": CARD_CACHE}
+    headers = {"ETag": etag, "Cache-Control": CARD_CACHE, "Last-Modified": CARD_LAST_MODIFIED}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return JSONResponse(body, headers=headers)
@@ -65,6 +69,7 @@ async def read_card(request: Request) -> Response:
     "/a2a/{agent}",
     summary="Call an agent (A2A 1.0 JSON-RPC)",
     errors=(404,),
+    slash=True,
     streams=RPC_MEDIA_TYPES,
     headers=(("A2A-Version", "Must be `1.0`; without it the call is treated as A2A 0.3 and refused (-32009)"),),
 )

@@ -37,6 +37,9 @@ class Operation:
     description: str = ""
     streams: dict[str, str] = field(default_factory=dict)  # extra media types -> description
     headers: tuple[tuple[str, str], ...] = ()  # documented request headers (name, description)
+    # Also served, undocumented, at the path with a trailing slash, for clients that add one
+    # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
+    slash: bool = False
 
 
 class Router:
@@ -68,11 +71,21 @@ class Router:
         return register
 
     def routes(self, prefix: str) -> list[Route]:
-        """One route per path, whatever its methods, so a 405 lists all of them in `Allow`."""
+        """One route per path, whatever its methods, so a 405 lists all of them in `Allow`;
+        operations marked `slash` are served with a trailing slash too."""
         by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+        slashed: set[str] = set()
         for op in self.operations:
             by_path.setdefault(op.path, {})[op.method] = _handler(op)
-        return [Route(prefix + path, _dispatch(handlers), methods=list(handlers)) for path, handlers in by_path.items()]
+            if op.slash:
+                slashed.add(op.path)
+        routes = []
+        for path, handlers in by_path.items():
+            endpoint = _dispatch(handlers)
+            routes.append(Route(prefix + path, endpoint, methods=list(handlers)))
+            if path in slashed:
+                routes.append(Route(prefix + path + "/", endpoint, methods=list(handlers), include_in_schema=False))
+        return routes
 
 
 def _dispatch(

@@ -49,9 +49,9 @@ def server_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     }
 
 
-@pytest.fixture
-async def token(server_env: dict[str, str]) -> str:
-    """alice and her token, written to the database the server will open."""
+async def user_with_token(server_env: dict[str, str], username: str) -> str:
+    """A user and their token, written to the database the server will open (before it starts:
+    the server then holds the vector store)."""
     settings = Settings(
         data_dir=Path(server_env["DATAWELL_DATA_DIR"]),
         database_url=server_env["DATAWELL_DATABASE_URL"],
@@ -63,11 +63,17 @@ async def token(server_env: dict[str, str]) -> str:
     )
     try:
         async with services.db.session() as session:
-            await create_user(session, "alice")
-        _, encoded = await services.tokens.issue("alice", timedelta(hours=1))
+            await create_user(session, username)
+        _, encoded = await services.tokens.issue(username, timedelta(hours=1))
     finally:
         await services.close()
     return encoded
+
+
+@pytest.fixture
+async def token(server_env: dict[str, str]) -> str:
+    """alice's token."""
+    return await user_with_token(server_env, "alice")
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ what the SDK makes of it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.agents.a2a_client import Agent, rpc_body, sse_data, wire_message
 from tests.conftest import Account
@@ -52,7 +53,9 @@ async def test_assistant_stream_on_the_wire(client, alice: Account, sales: str, 
     events = await stream(client, agents["assistant"], alice, {"message": wire_message("Who?", {"namespace": sales})})
     task = events[0]["task"]
     assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
-    assert task.get("artifacts", []) == [] and task.get("history", []) == []  # proto3 JSON omits empty lists
+    assert task.get("artifacts", []) == []  # proto3 JSON omits empty lists
+    # The task keeps the user's message, as nl2ql's does (SPEC.md shows an empty history; docs/a2a.md).
+    assert [m["parts"] for m in task["history"]] == [[{"text": "Who?"}]]
     assert events[1]["statusUpdate"]["status"] == {
         "state": "TASK_STATE_WORKING",
         "timestamp": events[1]["statusUpdate"]["status"]["timestamp"],
@@ -195,6 +198,7 @@ async def test_card_route_caching_and_unknown_agents(client, agents) -> None:
     agent = agents["nl2ql"]
     response = await client.get(agent.card_url)
     assert response.headers["cache-control"].startswith("public, max-age=")
+    assert response.headers["last-modified"].endswith(" GMT")
     etag = response.headers["etag"]
     assert (await client.get(agent.card_url, headers={"If-None-Match": etag})).status_code == 304
     missing = await client.get("/api/v1/a2a/nobody/.well-known/agent-card.json")
@@ -223,3 +227,59 @@ async def test_public_base_url_makes_absolute_urls(settings, chat_models) -> Non
     assert first["url"] == f"https://data.example.org/api/v1/a2a/{first['name']}"
     assert first["agentCard"] == first["url"] + "/.well-known/agent-card.json"
     assert card["supportedInterfaces"][0]["url"] == first["url"]
+
+
+async def test_a_message_without_text_is_32005(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
+    parts = (
+        {"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "chart.png"},
+        {"url": "https://example.com/report.pdf", "mediaType": "application/pdf"},
+        {"data": {"question": "Who?"}, "mediaType": "application/json"},
+    )
+    for agent in agents.values():
+        for method in ("SendMessage", "SendStreamingMessage"):
+            for part in parts:
+                message = {**wire_message("", {"namespace": sales}), "parts": [part]}
+                response = await client.post(
+                    agent.url, json=rpc_body(method, {"message": message}), headers=headers(alice)
+                )
+                error = response.json()["error"]
+                assert error["code"] == -32005, (agent.name, part)
+                assert "text" in error["message"]
+    assert fake.requests == []
+
+
+async def test_the_assistant_task_keeps_the_user_message(client, alice: Account, sales: str, agents, fake) -> None:
+    message = wire_message("Who orders most?", {"namespace": sales})
+    for agent in agents.values():
+        body = (
+            await client.post(agent.url, json=rpc_body("SendMessage", {"message": message}), headers=headers(alice))
+        ).json()
+        history = body["result"]["task"]["history"]
+        assert history[0]["messageId"] == message["messageId"], agent.name
+        assert history[0]["role"] == "ROLE_USER" and history[0]["parts"] == [{"text": "Who orders most?"}]
+
+
+async def test_trailing_slashes_are_served_like_the_paths_without(client, alice: Account, sales: str, agents,
+                                                                   fake: FakeRuns) -> None:  # fmt: skip
+    listing = await client.get("/api/v1/a2a/")
+    assert listing.status_code == 200 and listing.json() == (await client.get("/api/v1/a2a")).json()
+    for agent in agents.values():
+        card = await client.get(agent.card_url + "/")
+        assert card.status_code == 200 and card.json() == agent.card_json
+        params = {"message": wire_message("Who?", {"namespace": sales})}
+        response = await client.post(agent.url + "/", json=rpc_body("SendMessage", params), headers=headers(alice))
+        assert response.status_code == 200
+        assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_the_nl2ql_stream_keeps_specs_order_and_the_docs_say_so(client, alice: Account, sales: str, agents,
+                                                                      fake: FakeRuns) -> None:  # fmt: skip
+    """SPEC.md starts the nl2ql stream with a statusUpdate where A2A 1.0 starts every stream
+    with a task; the order stays, and docs/a2a.md lists it among the departures."""
+    events = await stream(client, agents["nl2ql"], alice, {"message": wire_message("Who?", {"namespace": sales})})
+    assert list(events[0]) == ["statusUpdate"]
+    docs = (Path(__file__).parents[2] / "docs" / "a2a.md").read_text()
+    departures = docs.split("## Where Datawell departs from A2A 1.0", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "| How the `nl2ql` stream starts | A stream starts with a `task` | `statusUpdate` WORKING first" in departures
+    )
