@@ -1,15 +1,18 @@
 """What structuring a CSV costs: Datawell's ingestion (sniff, map, infer types, coerce, stage,
-publish) against a plain script that loads the same CSV into a SQLite table, in one run.
+publish) against what a user would write instead, in one interleaved run per size.
 
-    .venv/bin/python -m bench.ingest                  # 200,000 rows, no row embeddings
-    .venv/bin/python -m bench.ingest --rows 1000000
-    .venv/bin/python -m bench.ingest --embed          # also embed each row (hashing embedder, local Qdrant)
+    .venv/bin/python -m bench.ingest                                   # 100,000 and 1,000,000 rows
+    .venv/bin/python -m bench.ingest --rows 20000 --embed minilm       # + time until vectors are complete
+    .venv/bin/python -m bench.ingest --postgres postgresql://postgres@127.0.0.1:55432/postgres
 
-The peer is what a careful script would do: `csv.reader`, the same type conversions, one
-`executemany` in one transaction. Each side runs in its own process, so each peak RSS is
-its own. The column mapping comes from a scripted model (the right answer, at once), so the
-numbers are the pipeline's, not a model's.
-Never run by the test suite."""
+SQLite peers: a `csv.reader` + `sqlite3.executemany` script with the same conversions;
+pandas `read_csv` + `to_sql`; DuckDB `read_csv` into SQLite (its sqlite extension cannot be
+downloaded here, so DuckDB's Arrow batches go through `sqlite3.executemany`). PostgreSQL
+peer: one plain `COPY … FROM` of the same file into a typed table. Each side runs in its own
+process (its own peak RSS). The column mapping comes from a scripted model (the right answer,
+at once), so the numbers are the pipeline's, not a model's. The attempt is queued as an
+upload's `complete` queues it and timed until SUCCEEDED. Needs the `bench` extra (pandas,
+duckdb). Never run by the test suite."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import argparse
 import asyncio
 import csv
 import multiprocessing
+import os
 import random
 import resource
 import sqlite3
@@ -24,6 +28,7 @@ import tempfile
 import time
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 SCHEMA = {
     "order_id": "Order number",
@@ -65,15 +70,25 @@ def peak_rss_mb() -> float:
 Result = tuple[int, float, float, float]  # rows, seconds, peak RSS, RSS growth during the load (MB)
 
 
+ORDERS_TABLE = (
+    "CREATE TABLE orders (order_id INTEGER, customer TEXT, city TEXT, total REAL, paid INTEGER, placed_at TEXT, "
+    "note TEXT)"
+)
+
+
+def finished(database: sqlite3.Connection, started: float, baseline: float) -> Result:
+    """A SQLite peer's result once its load is committed: rows in `orders`, time, memory."""
+    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
+    database.close()
+    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+
+
 def peer(path: Path, folder: Path) -> Result:
     """csv.reader → typed tuples → one executemany into a fresh SQLite table."""
     baseline = peak_rss_mb()
     started = time.perf_counter()
     database = sqlite3.connect(folder / "peer.sqlite")
-    database.execute(
-        "CREATE TABLE orders (order_id INTEGER, customer TEXT, city TEXT, total REAL, paid INTEGER, "
-        "placed_at TEXT, note TEXT)"
-    )
+    database.execute(ORDERS_TABLE)
     with path.open(newline="", encoding="utf-8") as source:
         reader = csv.reader(source)
         next(reader)
@@ -83,23 +98,96 @@ def peer(path: Path, folder: Path) -> Result:
         )
         with database:
             database.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-    count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
-    database.close()
-    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+    return finished(database, started, baseline)
 
 
-def datawell(path: Path, folder: Path, embed: bool) -> Result:
-    return asyncio.run(_datawell(path, folder, embed))
+def pandas_peer(path: Path, folder: Path) -> Result:
+    import pandas
+
+    baseline = peak_rss_mb()
+    started = time.perf_counter()
+    database = sqlite3.connect(folder / "pandas.sqlite")
+    for frame in pandas.read_csv(path, chunksize=100_000, parse_dates=["placed_at"]):
+        frame.to_sql("orders", database, if_exists="append", index=False)
+    database.commit()
+    return finished(database, started, baseline)
 
 
-async def _datawell(path: Path, folder: Path, embed: bool) -> Result:
+def duckdb_peer(path: Path, folder: Path) -> Result:
+    import duckdb
+
+    baseline = peak_rss_mb()
+    started = time.perf_counter()
+    database = sqlite3.connect(folder / "duckdb.sqlite")
+    database.execute(ORDERS_TABLE)
+    reader = duckdb.sql(f"SELECT * REPLACE (CAST(placed_at AS VARCHAR) AS placed_at) FROM read_csv('{path}')")
+    with database:
+        for batch in reader.fetch_record_batch(100_000):
+            columns = [c.to_pylist() for c in batch.columns]
+            database.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)", zip(*columns, strict=True))
+    return finished(database, started, baseline)
+
+
+def copy_peer(path: Path, folder: Path, postgres: str) -> Result:
+    return asyncio.run(_copy_peer(path, postgres))
+
+
+async def _copy_peer(path: Path, postgres: str) -> Result:
+    import asyncpg
+
+    baseline = peak_rss_mb()
+    connection = await asyncpg.connect(postgres)
+    try:
+        await connection.execute("DROP TABLE IF EXISTS bench_orders")
+        await connection.execute(
+            "CREATE TABLE bench_orders (order_id BIGINT, customer TEXT, city TEXT, total DOUBLE PRECISION, "
+            "paid BOOLEAN, placed_at TIMESTAMPTZ, note TEXT)"
+        )
+        started = time.perf_counter()
+        await connection.copy_to_table("bench_orders", source=path, format="csv", header=True)
+        elapsed = time.perf_counter() - started
+        count = await connection.fetchval("SELECT COUNT(*) FROM bench_orders")
+        await connection.execute("DROP TABLE bench_orders")
+    finally:
+        await connection.close()
+    return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline
+
+
+def datawell(path: Path, folder: Path, embed: str, postgres: str = "") -> Result:
+    return asyncio.run(_datawell(path, folder, embed, postgres))
+
+
+async def _drop_database(postgres: str, name: str) -> None:
+    import asyncpg
+
+    admin = await asyncpg.connect(postgres)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+async def _fresh_database(postgres: str) -> str:
+    """A new, empty database on the PostgreSQL server; its SQLAlchemy URL."""
+    import uuid
+
+    import asyncpg
+
+    name = f"dw_bench_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(postgres)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    return postgres.replace("postgresql://", "postgresql+asyncpg://").rsplit("/", 1)[0] + f"/{name}"
+
+
+async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Result:
+    import shutil
+
     import sqlalchemy as sa
 
     from datawell.app import Overrides, build_services
     from datawell.config import Settings
     from datawell.ingest.mapping import ColumnMapping, FieldSource
     from datawell.ingest.worker import Worker
-    from datawell.llm.embeddings import HashingEmbedder
+    from datawell.llm.embeddings import HashingEmbedder, MiniLMEmbedder
     from datawell.llm.models import FixedChatModels
     from datawell.llm.scripted import ScriptedChatModel
     from datawell.storage import access
@@ -108,15 +196,20 @@ async def _datawell(path: Path, folder: Path, embed: bool) -> Result:
     from datawell.storage.tables import Ingestion
     from datawell.storage.users import create_user
 
+    shutil.rmtree(folder / "datawell", ignore_errors=True)
     settings = Settings(
         data_dir=folder / "datawell",
+        database_url=await _fresh_database(postgres) if postgres else None,
         embedded_model_enabled=False,
         embeddings_enabled=False,
-        ingest_embed_rows=embed,
+        ingest_embed_rows=bool(embed),
         run_worker_in_process=False,
     )
     mapping = ColumnMapping(fields=[FieldSource(field=name, column=name) for name in SCHEMA])
-    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([mapping])), embedder=HashingEmbedder())
+    embedder = MiniLMEmbedder() if embed == "minilm" else HashingEmbedder()
+    if embed == "minilm":
+        await embedder.embed(["warm up"])  # load the model before the clock starts
+    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([mapping])), embedder=embedder)
     services = await build_services(settings, overrides)
     try:
         key = "bench/orders.csv"
@@ -141,6 +234,8 @@ async def _datawell(path: Path, folder: Path, embed: bool) -> Result:
         return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline
     finally:
         await services.close()
+        if postgres:
+            await _drop_database(postgres, settings.resolved_database_url.rsplit("/", 1)[1])
 
 
 def in_child(target, *args):  # type: ignore[no-untyped-def]
@@ -149,27 +244,60 @@ def in_child(target, *args):  # type: ignore[no-untyped-def]
         return pool.apply(target, args)
 
 
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--embed", action="store_true", help="also embed every row into the vector store")
+    parser.add_argument("--rows", default="100000,1000000", help="comma-separated sizes, run in this order")
+    parser.add_argument("--embed", choices=["hashing", "minilm"], help="also embed every row (time until complete)")
+    parser.add_argument("--postgres", default="", help="postgresql:// URL: also compare with COPY there")
+    parser.add_argument("--skip-peers", action="store_true", help="only Datawell")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as temporary:
+    sizes = [int(n) for n in args.rows.split(",")]
+    print("| rows | MB | contender | seconds | rows/s | ratio | peak RSS (MB) | load before |")
+    print("|---:|---:|---|---:|---:|---:|---:|---|")
+    with tempfile.TemporaryDirectory(prefix="ingest-bench-", dir="/tmp") as temporary:
         folder = Path(temporary)
-        path = folder / "orders.csv"
-        write_csv(path, args.rows)
-        megabytes = path.stat().st_size / 1e6
-        print(f"{args.rows:,} rows, {megabytes:.1f} MB of CSV; embeddings {'on' if args.embed else 'off'}")
-        ours = in_child(datawell, path, folder, args.embed)
-        theirs = in_child(peer, path, folder)
-    print("| | rows | seconds | rows/s | MB/s | peak RSS (MB) | RSS growth during the load (MB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, (count, seconds, rss, growth) in (("datawell ingestion", ours), ("csv + sqlite3 script", theirs)):
-        print(
-            f"| {name} | {count:,} | {seconds:.1f} | {count / seconds:,.0f} | {megabytes / seconds:.1f} "
-            f"| {rss:.0f} | {growth:.0f} |"
-        )
-    print(f"datawell ÷ peer: {ours[1] / theirs[1]:.2f}× the time")
+        for size in sizes:
+            path = folder / "orders.csv"
+            write_csv(path, size)
+            megabytes = path.stat().st_size / 1e6
+            contenders: list[tuple[str, Any, tuple[Any, ...]]] = [
+                (
+                    "Datawell → SQLite" + (f", embeddings ({args.embed})" if args.embed else ""),
+                    datawell,
+                    (path, folder, args.embed or ""),
+                ),
+            ]
+            if not args.skip_peers:
+                contenders += [
+                    ("csv + sqlite3 script", peer, (path, folder)),
+                    ("pandas → SQLite", pandas_peer, (path, folder)),
+                    ("DuckDB → SQLite", duckdb_peer, (path, folder)),
+                ]
+            if args.postgres:
+                contenders.append(("Datawell → PostgreSQL", datawell, (path, folder, args.embed or "", args.postgres)))
+                if not args.skip_peers:
+                    contenders.append(("COPY → PostgreSQL", copy_peer, (path, folder, args.postgres)))
+            results = []
+            for name, target, arguments in contenders:
+                before = load()
+                for stale in folder.glob("*.sqlite"):
+                    stale.unlink()
+                count, seconds, rss, _growth = in_child(target, *arguments)
+                results.append((name, count, seconds, rss, before))
+            ours = {r[0]: r for r in results}
+            for name, count, seconds, rss, before in results:
+                peer_name = "COPY → PostgreSQL" if "PostgreSQL" in name else "csv + sqlite3 script"
+                base = ours.get(peer_name)
+                ratio = f"{(count / seconds) / (base[1] / base[2]):.2f}×" if base else ""
+                print(
+                    f"| {size:,} | {megabytes:.0f} | {name} | {seconds:.2f} | {count / seconds:,.0f} | {ratio} "
+                    f"| {rss:.0f} | {before} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from datawell.storage.users import create_user
 from datawell.storage.vectors import ROWS, Point, VectorStore
 from datawell.tools.checker import compile_query, parse
 from datawell.tools.ql import QueryTools, SemanticHits
+from datawell.tools.sandbox.postgres import drop_roles
 
 QUERIES = [
     ("count", "SELECT COUNT(*) AS n FROM orders"),
@@ -150,7 +151,8 @@ async def setup(services: Services, size: int, embed: int) -> tuple[User, Namesp
 
 
 async def direct(services: Services, sql: str, hits: SemanticHits) -> None:
-    """The compiled SQL, straight through the driver: no checker, no guards, no conversion."""
+    """The compiled SQL, straight through the driver on the writer's connection: no checker, no
+    sandbox (read-only connection, authorizer or role, limits), no conversion."""
     async with services.rows.engine.connect() as connection:
         if hits.functions:  # SQLite's semantic() score functions
             driver = (await connection.get_raw_connection()).driver_connection
@@ -236,6 +238,7 @@ async def main() -> None:
 
         async def drop_database() -> None:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await drop_roles(admin, name)  # the query roles the sandbox made for it
             await admin.close()
 
         drop = drop_database

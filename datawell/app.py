@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from starlette.routing import BaseRoute
 from datawell.agents import routes as a2a_routes
 from datawell.agents.server import AgentServer
 from datawell.api import autorag, build_specs, datasets, ingestions, mcp, ontology, system, uploads
-from datawell.api.auth import TokenAuthority
+from datawell.api.auth import signing_secret, token_authority
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -32,6 +31,7 @@ from datawell.prompts import PromptLibrary
 from datawell.runs import Runs
 from datawell.services import Services
 from datawell.storage.db import Database
+from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vectors import VectorStore
@@ -62,18 +62,6 @@ class Overrides:
     runs: Callable[[Services], Runs] | None = None
 
 
-def signing_secret(settings: Settings) -> str:
-    """The configured JWT key, or one generated once into the data folder."""
-    if settings.jwt_secret is not None:
-        return settings.jwt_secret.get_secret_value()
-    path = settings.data_dir / "jwt-secret"
-    if not path.exists():
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
 def part_signing_key(secret: str) -> bytes:
     """The key of the local store's part URLs, derived from the token key so that every
     process sharing that key also accepts the others' URLs, while a part signature can never
@@ -89,7 +77,7 @@ def build_object_store(settings: Settings, secret: str) -> ObjectStore:
     return LocalObjectStore(
         settings.data_dir / "objects",
         signing_key=part_signing_key(secret),
-        part_url_base=settings.api_base_url() + uploads.PART_PATH,
+        part_url_base=API_PREFIX + uploads.PART_PATH,  # made absolute per request by prepare
     )
 
 
@@ -109,16 +97,25 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     db = Database(settings.resolved_database_url)
     await db.migrate()
     secret = signing_secret(settings)
-    tokens = TokenAuthority(
-        db,
-        secret,
-        oidc_issuer=settings.oidc_issuer,
-        oidc_jwks_url=settings.oidc_jwks_url,
-        oidc_audience=settings.oidc_audience,
-    )
+    tokens = token_authority(db, settings)
     embedder = overrides.embedder or default_embedder(settings)
+    await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
     vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
+    query_tools = overrides.query_tools
+    if query_tools is None:
+        query_tools = QueryTools(
+            db,
+            rows,
+            vectors,
+            embedder,
+            row_cap=settings.query_row_cap,
+            time_limit_seconds=settings.query_time_limit_seconds,
+            max_row_bytes=settings.query_max_row_bytes,
+            max_result_bytes=settings.query_max_result_bytes,
+            work_mem_mb=settings.query_work_mem_mb,
+        )
+        await query_tools.start()
     return Services(
         settings=settings,
         db=db,
@@ -129,22 +126,14 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         models=overrides.models or default_models(settings),
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
-        query_tools=overrides.query_tools
-        or QueryTools(
-            db,
-            rows,
-            vectors,
-            embedder,
-            row_cap=settings.query_row_cap,
-            time_limit_seconds=settings.query_time_limit_seconds,
-        ),
+        query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
     )
 
 
 def create_app(settings: Settings | None = None, overrides: Overrides | None = None) -> Starlette:
     settings = settings or Settings()
-    agents = AgentServer(settings)
+    agents = AgentServer()
     mcp_server = McpServer()
 
     @asynccontextmanager
@@ -175,5 +164,5 @@ def create_app(settings: Settings | None = None, overrides: Overrides | None = N
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.mcp = mcp_server
-    app.state.openapi = build_openapi(mounted, settings.public_base_url, settings.auth_url)
+    app.state.openapi = build_openapi(mounted, settings.auth_url)
     return app

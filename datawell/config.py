@@ -16,10 +16,23 @@ class Settings(BaseSettings):
         Path("./.datawell"), description="Folder for the SQLite database, objects, vectors, model cache."
     )
     database_url: str | None = Field(None, description="SQLAlchemy async URL; default SQLite in data_dir.")
-    rows_database_url: str | None = Field(None, description="Database for dataset rows; default: database_url.")
-    public_base_url: str = Field("http://127.0.0.1:8000", description="Address clients use to reach the service.")
+    rows_database_url: str | None = Field(
+        None,
+        description="Database for dataset rows; default: rows.db in data_dir beside a SQLite metadata database, "
+        "else database_url.",
+    )
+    public_base_url: str | None = Field(
+        None,
+        description="Address clients use to reach the service, for the absolute URLs it hands out; "
+        "unset: the address each request was sent to.",
+    )
     host: str = "127.0.0.1"
     port: int = 8000
+
+    # The client commands (`datawell upload`, `ask`, …): the server they talk to (default:
+    # where `datawell serve` listens on this machine) and the bearer token they send.
+    server: str | None = None
+    token: SecretStr | None = None
 
     # Auth: tokens are HS256 JWTs signed with this key. The default is generated once
     # into data_dir so a fresh machine works; set it explicitly for several processes.
@@ -56,6 +69,9 @@ class Settings(BaseSettings):
     # Query language limits
     query_row_cap: int = 1000
     query_time_limit_seconds: float = 10.0
+    query_max_row_bytes: int = Field(1 << 20, ge=1024, description="Largest result row (and SQLite string).")
+    query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
+    query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
 
     # Assistant budgets
@@ -74,8 +90,22 @@ class Settings(BaseSettings):
     upload_sweep_seconds: float = Field(
         600.0, gt=0, description="How often a worker aborts open uploads abandoned a day past their expiry."
     )
-    ingest_batch_rows: int = Field(5000, ge=1, description="Rows coerced, written and embedded per batch.")
+    ingest_batch_rows: int = Field(50_000, ge=1, description="Rows read, coerced and written per batch.")
     ingest_embed_rows: bool = Field(True, description="Embed ingested rows' text into the vector store.")
+    ingest_embed_batch_rows: int = Field(
+        512, ge=1, description="Rows embedded per batch after publication (each batch is a resumable step)."
+    )
+    ingest_embed_text_chars: int = Field(
+        256, ge=16, description="Characters of a row's text fields that its embedding is made from."
+    )
+    ingest_bulk_process_bytes: int = Field(
+        16 * 1024 * 1024, ge=0, description="Delimited files this large are written to SQLite by a child process."
+    )
+    ingest_max_header_chars: int = Field(
+        1024 * 1024, ge=1, description="Longest header line of a delimited file, in characters."
+    )
+    ingest_max_field_chars: int = Field(16 * 1024 * 1024, ge=1, description="Longest field of a delimited file.")
+    ingest_max_columns: int = Field(10_000, ge=1, description="Most columns a tabular file may have.")
     worker_concurrency: int = Field(
         2, ge=1, description="Attempts one worker runs at once, so a slow file never holds up the others."
     )
@@ -109,13 +139,21 @@ class Settings(BaseSettings):
     )
     evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
 
+    @property
+    def server_url(self) -> str:
+        if self.server:
+            return self.server
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
     @cached_property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite+aiosqlite:///{(self.data_dir / 'datawell.db').resolve()}"
 
     @cached_property
     def resolved_rows_database_url(self) -> str:
-        return self.rows_database_url or self.resolved_database_url
-
-    def api_base_url(self) -> str:
-        return self.public_base_url.rstrip("/") + "/api/v1"
+        if self.rows_database_url:
+            return self.rows_database_url
+        if self.resolved_database_url.startswith("sqlite"):  # never the metadata file: see docs/query-language.md
+            return f"sqlite+aiosqlite:///{(self.data_dir / 'rows.db').resolve()}"
+        return self.resolved_database_url

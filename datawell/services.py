@@ -34,6 +34,7 @@ class Services:
 
     async def close(self) -> None:
         await self.memory.close()
+        await self.query_tools.close()
         await self.vectors.close()
         await self.rows.close()
         await self.db.close()

@@ -57,6 +57,8 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         pytest.skip("DATAWELL_TEST_POSTGRES_URL is not set")
     import asyncpg
 
+    from datawell.tools.sandbox.postgres import drop_roles
+
     admin_dsn = POSTGRES_URL.replace("postgresql+asyncpg://", "postgresql://")
     name = f"dw_test_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(admin_dsn)
@@ -65,6 +67,7 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await drop_roles(admin, name)  # query roles are cluster-wide
         await admin.close()
 
 

@@ -19,6 +19,7 @@ from datawell.agents.cards import agent_card, agent_url, card_json, card_url
 from datawell.agents.registry import AGENTS, agent_named
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
+from datawell.api.urls import public_base_url
 from datawell.storage.tables import User
 
 router = Router("a2a")
@@ -41,7 +42,7 @@ class AgentListItem(ApiModel):
 @router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True, slash=True)
 async def list_agents(request: Request) -> list[AgentListItem]:
     """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
-    base = request.state.services.settings.public_base_url
+    base = public_base_url(request)
     return [AgentListItem(name=s.name, url=agent_url(s, base), agent_card=card_url(s, base)) for s in AGENTS]
 
 
@@ -56,7 +57,7 @@ async def list_agents(request: Request) -> list[AgentListItem]:
 async def read_card(request: Request) -> Response:
     """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
     spec = agent_named(request.path_params["agent"])
-    body = card_json(agent_card(spec, request.state.services.settings.public_base_url))
+    body = card_json(agent_card(spec, public_base_url(request)))
     etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
     headers = {"ETag": etag, "Cache-Control": CARD_CACHE, "Last-Modified": CARD_LAST_MODIFIED}
     if etag in request.headers.get("if-none-match", ""):

@@ -11,7 +11,7 @@ and a JSON-RPC dispatcher from a2a-sdk.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from a2a.auth.user import User as A2AUser
 from a2a.server.context import ServerCallContext
@@ -20,16 +20,16 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
+from a2a.types import AgentCard, CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from datawell.agents.cards import agent_card
 from datawell.agents.executor import GraphExecutor
-from datawell.agents.registry import AGENTS
+from datawell.agents.registry import AGENTS, AgentSpec
 from datawell.agents.requests import PREPARED, RUNS, USER
-from datawell.config import Settings
+from datawell.api.urls import public_base_url
 
 FINISHED = frozenset(
     {
@@ -39,6 +39,9 @@ FINISHED = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
+
+
+BASE_URL = "datawell.base_url"  # ServerCallContext.state key: the address the caller used
 
 
 class Caller(A2AUser):
@@ -59,6 +62,7 @@ class CallerContextBuilder(DefaultServerCallContextBuilder):
         context = super().build(request)
         context.state[RUNS] = request.state.runs
         context.state[USER] = request.scope["user"]
+        context.state[BASE_URL] = public_base_url(request)
         return context
 
     def build_user(self, request: Request) -> A2AUser:
@@ -95,10 +99,20 @@ class AgentRequestHandler(DefaultRequestHandler):
         raise UnsupportedOperationError("Datawell agents do not cancel tasks; close the stream to stop reading")
 
 
-class AgentServer:
-    """One handler and dispatcher per agent of the registry, with cards for `public_base_url`."""
+def extended_card_for(spec: AgentSpec) -> Callable[[AgentCard, ServerCallContext], Awaitable[AgentCard]]:
+    """GetExtendedAgentCard's card, with URLs on the address the caller used."""
 
-    def __init__(self, settings: Settings) -> None:
+    async def modify(_card: AgentCard, context: ServerCallContext) -> AgentCard:
+        return agent_card(spec, context.state[BASE_URL], extended=True)
+
+    return modify
+
+
+class AgentServer:
+    """One handler and dispatcher per agent of the registry. The handler's own card only
+    serves the SDK's capability checks; every card a client sees is built per request."""
+
+    def __init__(self) -> None:
         self.handlers: dict[str, AgentRequestHandler] = {}
         self.dispatchers: dict[str, JsonRpcDispatcher] = {}
         for spec in AGENTS:
@@ -106,8 +120,9 @@ class AgentServer:
             handler = AgentRequestHandler(
                 agent_executor=spec.executor(store),
                 task_store=store,
-                agent_card=agent_card(spec, settings.public_base_url),
-                extended_agent_card=agent_card(spec, settings.public_base_url, extended=True),
+                agent_card=agent_card(spec, ""),
+                extended_agent_card=agent_card(spec, "", extended=True),
+                extended_card_modifier=extended_card_for(spec),
             )
             self.handlers[spec.name] = handler
             self.dispatchers[spec.name] = JsonRpcDispatcher(handler, context_builder=CallerContextBuilder())

@@ -3,11 +3,13 @@ when configured, JWTs of an external OpenID issuer verified against its JWKS."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 
 import jwt
 from starlette.requests import Request
 
+from datawell.config import Settings
 from datawell.errors import Unauthorized
 from datawell.storage.db import Database
 from datawell.storage.tables import Token, User
@@ -96,6 +98,28 @@ class TokenAuthority:
         if user is None:
             raise Unauthorized(f"no Datawell user for the identity {username!r}")
         return user
+
+
+def signing_secret(settings: Settings) -> str:
+    """The configured JWT key, or one generated once into the data folder."""
+    if settings.jwt_secret is not None:
+        return settings.jwt_secret.get_secret_value()
+    path = settings.data_dir / "jwt-secret"
+    if not path.exists():
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def token_authority(db: Database, settings: Settings) -> TokenAuthority:
+    return TokenAuthority(
+        db,
+        signing_secret(settings),
+        oidc_issuer=settings.oidc_issuer,
+        oidc_jwks_url=settings.oidc_jwks_url,
+        oidc_audience=settings.oidc_audience,
+    )
 
 
 async def current_user(request: Request) -> User:

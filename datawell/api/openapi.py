@@ -39,8 +39,9 @@ ERROR_TEXT = {
 }
 
 
-def build_openapi(mounted: list[tuple[str, list[Operation]]], server_url: str, auth_url: str) -> dict[str, Any]:
-    """`mounted` pairs each path prefix with the operations mounted under it."""
+def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> dict[str, Any]:
+    """`mounted` pairs each path prefix with the operations mounted under it. `servers` is
+    filled in per request (`datawell.api.system.openapi`), from the address clients use."""
     operations = [op for _, ops in mounted for op in ops]
     models = _models(operations)
     keyed: list[tuple[type[BaseModel], Literal["validation"]]] = [(m, "validation") for m in models]
@@ -53,7 +54,6 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], server_url: str, a
     return {
         "openapi": "3.1.0",
         "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
-        "servers": [{"url": server_url}],
         "paths": paths,
         "components": {
             "schemas": schemas,

@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse
 
 from datawell import __version__
 from datawell.api.routing import Router
+from datawell.api.urls import public_base_url
 
 router = Router("system")
 
@@ -30,4 +31,4 @@ async def health(request: Request) -> Health:
 @router.operation("GET", "/api/v1/openapi.json", summary="This OpenAPI document", public=True)
 async def openapi(request: Request) -> JSONResponse:
     """The OpenAPI 3.1 document of every REST route."""
-    return JSONResponse(request.app.state.openapi)
+    return JSONResponse({**request.app.state.openapi, "servers": [{"url": public_base_url(request)}]})

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel, WholeNumber
+from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.services import Services
 from datawell.storage.access import Permission, authorize
@@ -160,7 +161,9 @@ async def prepare(request: Request, user: User, body: PrepareRequest) -> Prepare
         upload_id=upload_id,
         key=key,
         part_size=PART_SIZE,
-        presigned_urls=[PresignedPart(url=url, size=size) for url, size in zip(urls, sizes, strict=True)],
+        presigned_urls=[
+            PresignedPart(url=absolute(request, url), size=size) for url, size in zip(urls, sizes, strict=True)
+        ],
         expires_at=expires_at,
     )
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.formats import Format, sniff_encoding, undecodable
-from datawell.ingest.limits import Limits
+from datawell.ingest.limits import FileLimits
 
 CHUNK_CHARS = 6000
 
@@ -25,7 +25,7 @@ class Chunk:
     position: int  # bytes of the file read so far
 
 
-def chunks(path: Path, fmt: Format, limits: Limits, size: int = CHUNK_CHARS) -> Iterator[Chunk]:
+def chunks(path: Path, fmt: Format, limits: FileLimits, size: int = CHUNK_CHARS) -> Iterator[Chunk]:
     if fmt == "pdf":
         source = pdf_chunks(path, size, limits.pdf_pages)
     else:

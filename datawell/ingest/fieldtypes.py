@@ -203,6 +203,12 @@ class TypeInference:
                 return
         self.types[column] = kind if current is None else join(current, kind)
 
+    def settle(self, column: str, kind: str) -> None:
+        """Take in a batch whose values all fit `kind` (decided elsewhere, e.g. by Arrow)."""
+        current = self.types[column]
+        if current != "text":
+            self.types[column] = kind if current is None else join(current, kind)
+
     def result(self) -> dict[str, str]:
         """Column -> type; a column with no values at all is text."""
         return {column: kind or "text" for column, kind in self.types.items()}

@@ -18,27 +18,25 @@ RATIO_FLOOR_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Limits:
+class FileLimits:
     unpacked_bytes: int
     unpack_ratio: float
-    json_depth: int
     pdf_pages: int
     document_chars: int
     prompt_chars: int
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: Settings) -> FileLimits:
         return cls(
             unpacked_bytes=settings.ingest_max_unpacked_bytes,
             unpack_ratio=settings.ingest_max_unpack_ratio,
-            json_depth=settings.ingest_max_json_depth,
             pdf_pages=settings.ingest_max_pdf_pages,
             document_chars=settings.ingest_max_document_chars,
             prompt_chars=settings.ingest_max_prompt_chars,
         )
 
 
-def check_archive(path: Path, limits: Limits) -> None:
+def check_archive(path: Path, limits: FileLimits) -> None:
     """Refuse a ZIP-based file (XLSX) whose members declare more unpacked bytes, or a higher
     packing ratio, than the limits allow. The declared sizes are what `zipfile` stops reading
     at, so checking them bounds what reading the workbook can unpack."""

@@ -1,41 +1,55 @@
-"""One ingestion attempt, from the uploaded object to published rows.
+"""One ingestion attempt, from the uploaded object to published rows, then their vectors.
 
 download -> detect the format -> structure (tabular: map columns to fields; documents:
 extract records per chunk with the model, spooled to a local file) -> column types (inferred
 at the dataset's first ingestion, else the dataset's) -> stage -> coerce and write in
-batches, embedding each batch's text -> publish.
+batches -> publish -> embed the published rows (`embedding`).
 
-Parsing and coercion run in a thread a batch at a time, so an in-process worker does not
-stall the API, and cancellation (shutdown) takes effect between batches."""
+Delimited files take the columnar path (`columnar`: parsed once by pyarrow, typed by Arrow
+kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
+take the row path (`records`). Parsing and coercion run in a thread a batch at a time, so an
+in-process worker does not stall the API, and cancellation (shutdown) takes effect between
+batches.
+
+Once the rows are published the attempt records it (`mapping.published`), so a worker that
+takes the attempt over after a crash goes straight on with the vectors."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed, NotFound
+from datawell.ingest.columnar import ArrowCsv, Fallback, columnar, infer_and_spool, spooled, typed
 from datawell.ingest.documents import chunks
+from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
-from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
+from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.formats import TABULAR, Format, detect_format
-from datawell.ingest.limits import Limits, check_archive
+from datawell.ingest.limits import FileLimits, check_archive
 from datawell.ingest.mapping import map_columns
-from datawell.ingest.tabular import Table, open_table, sample_rows
+from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
+from datawell.ingest.tabular import Limits, open_table, sample_rows
 from datawell.services import Services
 from datawell.storage.datasets import settle_field_types
-from datawell.storage.rows import dataset_columns
+from datawell.storage.rows import StageWriter, dataset_columns
 from datawell.storage.tables import Dataset, Ingestion
-from datawell.storage.vectors import ROWS, Point
+from datawell.storage.vectors import ROWS
 
 SAMPLE_ROWS = 5  # rows shown to the model for the column mapping
-EMBED_BATCH = 256
-SHOWN_VALUE_CHARS = 60
+EMBEDDING_FAILED = (
+    "embedding the rows for semantic() failed (logged): the rows are queryable, semantic() finds only part of them"
+)
 
-T = TypeVar("T")
+# What a running attempt records in its mapping to resume after a crash (removed once done;
+# an incomplete `rowEmbeddings` stays when embedding failed, for `semantic()` to report).
+PROGRESS_KEYS = ("published", "rowEmbeddings")
+
+log = logging.getLogger(__name__)
 
 
 class AttemptStopped(Exception):
@@ -59,158 +73,11 @@ class Outcome:
 
 
 @dataclass
-class RecordBatch:
-    columns: Mapping[str, Sequence[Any]]  # schema field -> its values as read, one per record
-    locations: list[int]  # line, row or record number of each record
-    position: int  # bytes of the file read so far
-
-
-class Records(Protocol):
-    unit: str  # what `locations` count: "line", "row" or "record"
-    sources: dict[str, str]  # schema field -> source column, for messages
-
-    def batches(self, size: int) -> Iterator[RecordBatch]: ...
-
-
-class TableRecords:
-    """A table's rows as records of the schema's fields, through the column mapping."""
-
-    def __init__(self, table: Table, mapped: dict[str, str]) -> None:
-        self.table = table
-        self.unit = table.unit
-        self.sources = mapped
-        self.indexes = [(f, table.columns.index(c)) for f, c in mapped.items()]
-
-    def batches(self, size: int) -> Iterator[RecordBatch]:
-        for batch in self.table.batches(size):
-            columns = list(zip(*batch.rows, strict=True))
-            yield RecordBatch({f: columns[i] for f, i in self.indexes}, batch.locations, batch.position)
-
-
-class SpooledRecords:
-    """Records the model extracted, kept in a local JSON Lines file until they are written."""
-
-    unit = "record"
-
-    def __init__(self, path: Path, fields: list[str], size_in_bytes: int) -> None:
-        self.path = path
-        self.fields = fields
-        self.size_in_bytes = size_in_bytes
-        self.sources: dict[str, str] = {}
-
-    def batches(self, size: int) -> Iterator[RecordBatch]:
-        with self.path.open(encoding="utf-8") as spool:
-            records: list[dict[str, Any]] = []
-            first = 1
-            for number, line in enumerate(spool, start=1):
-                records.append(json.loads(line))
-                if len(records) >= size:
-                    yield self._batch(records, first)
-                    records, first = [], number + 1
-            if records:
-                yield self._batch(records, first)
-
-    def _batch(self, records: list[dict[str, Any]], first: int) -> RecordBatch:
-        columns: dict[str, Sequence[Any]] = {f: [r.get(f) for r in records] for f in self.fields}
-        return RecordBatch(columns, list(range(first, first + len(records))), self.size_in_bytes)
-
-
-@dataclass
-class Prepared:
-    rows: list[dict[str, Any]]
-    texts: list[str]  # each row's text fields, for its embedding ("" for none)
-    position: int
-    emptied: int = 0  # values that did not fit their type and were left empty
-
-
-@dataclass
 class Structured:
     records: Records
     strict: bool  # a value that does not fit its type fails the attempt (else it is left empty)
     summary: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-async def pull(iterator: Iterator[T]) -> AsyncIterator[T]:
-    """The items of a blocking iterator, each produced in a worker thread. The next item is
-    produced while the caller works on the current one (writing it to the database), so
-    parsing and writing overlap."""
-    done = object()
-
-    def produce() -> asyncio.Future[Any]:
-        return asyncio.ensure_future(asyncio.to_thread(next, iterator, done))
-
-    pending = produce()
-    try:
-        while True:
-            item = await pending
-            if item is done:
-                return
-            pending = produce()
-            yield item
-    finally:
-        # A thread cannot be interrupted: let it finish before closing the iterator under it.
-        await asyncio.wait([pending])
-        if not pending.cancelled():
-            pending.exception()  # an error after the caller stopped reading is not an unretrieved one
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
-
-
-def texts_of(columns: dict[str, list[Any]], text_fields: list[str], count: int) -> list[str]:
-    """Each row's text fields as `field: value; ...`, what its embedding is made from."""
-    parts = [[f"{f}: {v}" if v else "" for v in columns[f]] for f in text_fields]
-    return ["; ".join(p for p in row if p) for row in zip(*parts, strict=True)] if parts else [""] * count
-
-
-def prepare(records: Records, types: dict[str, str], size: int, *, strict: bool, embed: bool) -> Iterator[Prepared]:
-    """Batches of rows with every value coerced to its field's type. Strict: a value that
-    does not fit fails the attempt with its line; lenient: it is left empty and counted."""
-    text_fields = [f for f, t in types.items() if t == "text"]
-    for batch in records.batches(size):
-        count = len(batch.locations)
-        columns: dict[str, list[Any]] = {}
-        emptied = 0
-        for name, values in batch.columns.items():
-            while True:
-                try:
-                    columns[name] = coerce_column(values, types[name])
-                    break
-                except Misfit as misfit:
-                    if strict:
-                        where = batch.locations[misfit.index]
-                        raise IngestionFailed(describe_misfit(records, where, name, types[name], misfit)) from None
-                    values = list(values)
-                    values[misfit.index] = None
-                    emptied += 1
-        names = list(columns)
-        rows = (
-            [dict(zip(names, row, strict=False)) for row in zip(*columns.values(), strict=False)]
-            if names
-            else [{} for _ in range(count)]
-        )
-        present = [f for f in text_fields if f in columns]
-        texts = texts_of(columns, present, count) if embed else []
-        yield Prepared(rows, texts, batch.position, emptied)
-
-
-def describe_misfit(records: Records, location: int, name: str, field_type: str, misfit: Misfit) -> str:
-    shown = str(misfit.value)
-    shown = shown if len(shown) <= SHOWN_VALUE_CHARS else shown[:SHOWN_VALUE_CHARS] + "..."
-    column = records.sources.get(name)
-    source = f" (column {column!r})" if column and column != name else ""
-    return (
-        f"{records.unit} {location}: field {name!r}{source} {misfit}, got {shown!r}; "
-        f"the dataset stores {name!r} as {field_type} (set at its first ingestion): fix the value and upload again"
-    )
-
-
-def observing(records: Records, inference: TypeInference, size: int) -> Iterator[int]:
-    for batch in records.batches(size):
-        for name, values in batch.columns.items():
-            inference.observe(name, values)
-        yield batch.position
+    columnar: ArrowCsv | None = None  # the same file for the columnar path, when it can take it
 
 
 class Ingest:
@@ -222,12 +89,45 @@ class Ingest:
         self.dataset = dataset
         self.tracker = tracker
         self.workdir = workdir
-        self.batch_rows = services.settings.ingest_batch_rows
-        self.embed = services.settings.ingest_embed_rows
+        settings = services.settings
+        self.batch_rows = settings.ingest_batch_rows
+        self.embed = settings.ingest_embed_rows
+        self.limits = Limits(
+            settings.ingest_max_header_chars,
+            settings.ingest_max_field_chars,
+            settings.ingest_max_columns,
+            settings.ingest_max_json_depth,
+        )
         self.total_bytes = attempt.expected_total_bytes
-        self.limits = Limits.of(services.settings)
+        self.file_limits = FileLimits.of(settings)
+        self.mapping: dict[str, Any] = dict(attempt.mapping or {})
 
     async def run(self) -> Outcome:
+        published = self.mapping.get("published")
+        if published is None:
+            outcome = await self.ingest()
+            await self.record(published={"rows": outcome.rows, "message": outcome.message})
+        else:  # published before its last worker died: only the vectors may be missing
+            outcome = Outcome(int(published["rows"]), str(published["message"]))
+        if self.embed:
+            embedding = RowEmbedding(self.services, self.dataset, self.attempt.id, self.tracker, self.record)
+            try:
+                await embedding.run(self.mapping.get("rowEmbeddings"), outcome.rows, self.total_bytes)
+            except (AttemptStopped, IngestionFailed):
+                raise
+            except Exception:  # the rows are published and stay: say their vectors are missing
+                log.exception("embedding the rows of ingestion %s failed", self.attempt.id)
+                return Outcome(outcome.rows, outcome.message + "; " + EMBEDDING_FAILED)
+        # Done: the mapping shows how the file was read, not how far the work went.
+        await self.tracker.record_mapping({k: v for k, v in self.mapping.items() if k not in PROGRESS_KEYS})
+        return outcome
+
+    async def record(self, **values: Any) -> None:
+        """Add `values` to the attempt's recorded mapping (kept whole: the column mapping too)."""
+        self.mapping.update(values)
+        await self.tracker.record_mapping(dict(self.mapping))
+
+    async def ingest(self) -> Outcome:
         source = self.workdir / ("source" + Path(self.attempt.name).suffix.lower()[:16])
         try:
             await self.services.objects.download(self.attempt.object_key, source)
@@ -236,15 +136,13 @@ class Ingest:
         self.total_bytes = source.stat().st_size
         fmt = await asyncio.to_thread(detect_format, source, self.attempt.name)
         if fmt == "xlsx":
-            await asyncio.to_thread(check_archive, source, self.limits)
+            await asyncio.to_thread(check_archive, source, self.file_limits)
         if fmt in TABULAR:
             structured = await self.structure_table(source, fmt)
         else:
             structured = await self.structure_document(source, fmt)
-        types = await self.column_types(structured.records)
         await self.services.vectors.delete(ROWS, self.dataset.id, ingestion_id=self.attempt.id)
-        await self.services.rows.stage(self.dataset, self.attempt.id)
-        written, emptied = await self.write(structured, types)
+        written, emptied = await self.write(structured)
         await self.tracker.progress(self.total_bytes, written, "publishing the rows")
         published = await self.services.rows.publish(self.dataset, self.attempt.id)
         message = f"ingested {published} {'row' if published == 1 else 'rows'} from {self.attempt.name}: "
@@ -255,7 +153,7 @@ class Ingest:
 
     async def structure_table(self, source: Path, fmt: Format) -> Structured:
         await self.tracker.progress(0, 0, f"reading {fmt} columns and mapping them to the dataset's fields")
-        table = await asyncio.to_thread(open_table, source, fmt, json_depth=self.limits.json_depth)
+        table = await asyncio.to_thread(open_table, source, fmt, self.limits)
         samples = await asyncio.to_thread(sample_rows, table, SAMPLE_ROWS)
         schema = self.dataset.schema_definition
         mapping = await map_columns(
@@ -266,9 +164,9 @@ class Ingest:
             columns=table.columns,
             samples=samples,
             file_name=self.attempt.name,
-            prompt_chars=self.limits.prompt_chars,
+            prompt_chars=self.file_limits.prompt_chars,
         )
-        await self.tracker.record_mapping({"format": fmt, "columns": table.columns, **mapping.record()})
+        await self.record(format=fmt, columns=table.columns, **mapping.record())
         if not mapping.mapped:
             raise IngestionFailed(
                 f"none of the file's columns ({', '.join(table.columns)}) match the dataset's fields "
@@ -277,7 +175,8 @@ class Ingest:
         summary = f"{len(mapping.mapped)} of {len(schema)} fields filled from the file's columns"
         if mapping.method == "similarity":
             summary += " (matched by name: " + mapping.note + ")"
-        return Structured(TableRecords(table, mapping.mapped), strict=True, summary=summary)
+        records = TableRecords(table, mapping.mapped)
+        return Structured(records, strict=True, summary=summary, columnar=columnar(table, mapping.mapped))
 
     async def structure_document(self, source: Path, fmt: Format) -> Structured:
         schema = self.dataset.schema_definition
@@ -285,7 +184,7 @@ class Ingest:
         spool_path = self.workdir / "records.jsonl"
         passages = records = 0
         with spool_path.open("w", encoding="utf-8") as spool:
-            async for chunk in pull(chunks(source, fmt, self.limits)):
+            async for chunk in pull(chunks(source, fmt, self.file_limits)):
                 await self.tracker.progress(
                     min(chunk.position, self.total_bytes), 0, f"extracting records with the model ({chunk.label})"
                 )
@@ -302,9 +201,7 @@ class Ingest:
                     spool.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
                 passages += 1
                 records += len(found)
-        await self.tracker.record_mapping(
-            {"format": fmt, "method": "extraction", "passages": passages, "records": records}
-        )
+        await self.record(format=fmt, method="extraction", passages=passages, records=records)
         summary = f"{records} records extracted from {passages} {'passage' if passages == 1 else 'passages'}"
         records_read = SpooledRecords(spool_path, list(schema), self.total_bytes)
         return Structured(records_read, strict=False, summary=summary)
@@ -314,39 +211,75 @@ class Ingest:
         before staging (the row table is created from them)."""
         if self.dataset.field_types:
             return dataset_columns(self.dataset)
-        await self.tracker.progress(0, 0, "reading the file to infer column types (first ingestion of this dataset)")
+        await self.tracker.progress(0, 0, INFERRING)
         inference = TypeInference(self.dataset.schema_definition)
         async for _position in pull(observing(records, inference, self.batch_rows)):
             pass
+        return await self.settle(inference)
+
+    async def settle(self, inference: TypeInference) -> dict[str, str]:
         async with self.services.db.session() as session:
             types = await settle_field_types(session, self.dataset.id, inference.result())
         self.dataset.field_types = types
         return dataset_columns(self.dataset)
 
-    async def write(self, structured: Structured, types: dict[str, str]) -> tuple[int, int]:
-        written = emptied = 0
-        batches = prepare(structured.records, types, self.batch_rows, strict=structured.strict, embed=self.embed)
-        async for batch in pull(batches):
+    async def write_columnar(self, arrow: ArrowCsv) -> int:
+        """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
+        batches = arrow.batches(self.batch_rows)
+        if not self.dataset.field_types:
+            spool = self.workdir / "columns.arrows"
+            inference = TypeInference(self.dataset.schema_definition)
+            async for position in pull(infer_and_spool(batches, inference, spool)):
+                await self.tracker.progress(min(position, self.total_bytes), 0, INFERRING)
+            await self.settle(inference)
+            batches = spooled(spool, self.total_bytes)
+        await self.services.rows.stage(self.dataset, self.attempt.id)
+        large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
+        writer = self.services.rows.writer(self.attempt.id, large=large)
+        try:
+            return await self.write_batches(writer, (b for b in typed(batches, dataset_columns(self.dataset))))
+        finally:
+            await writer.close()
+
+    async def write_batches(self, writer: StageWriter, batches: Any) -> int:
+        written = 0
+        async for batch, position in pull(batches):
             # Checked before the write: a worker that lost the attempt never writes into the
             # stage its successor has taken over.
-            await self.tracker.progress(min(batch.position, self.total_bytes), written, "writing rows")
-            ids = await self.services.rows.write(self.dataset, self.attempt.id, batch.rows, self.attempt.name)
-            written += len(batch.rows)
-            emptied += batch.emptied
-            if self.embed:
-                await self.embed_rows(ids, batch.texts)
+            await self.tracker.progress(min(position, self.total_bytes), written, "writing rows")
+            await writer.append(batch, self.attempt.name)
+            written += batch.num_rows
+        return written
+
+    async def write(self, structured: Structured) -> tuple[int, int]:
+        """Stage every row; (rows written, values left empty)."""
+        if structured.columnar is not None:
+            try:
+                return await self.write_columnar(structured.columnar), 0
+            except Fallback:
+                pass  # read again row by row, from a fresh stage
+        types = await self.column_types(structured.records)
+        await self.services.rows.stage(self.dataset, self.attempt.id)
+        return await self.write_rows(structured, types)
+
+    async def write_rows(self, structured: Structured, types: dict[str, str]) -> tuple[int, int]:
+        emptied = 0
+
+        def batches() -> Any:
+            nonlocal emptied
+            for prepared in prepare(structured.records, types, self.batch_rows, strict=structured.strict):
+                emptied += prepared.emptied
+                yield prepared.batch, prepared.position
+
+        writer = self.services.rows.writer(self.attempt.id)
+        try:
+            written = await self.write_batches(writer, batches())
+        finally:
+            await writer.close()
         return written, emptied
 
-    async def embed_rows(self, ids: list[str], texts: list[str]) -> None:
-        pairs = [(i, t) for i, t in zip(ids, texts, strict=True) if t]
-        for start in range(0, len(pairs), EMBED_BATCH):
-            part = pairs[start : start + EMBED_BATCH]
-            vectors = await self.services.embedder.embed([t for _, t in part])
-            points = [
-                Point(i, v, {"ingestion_id": self.attempt.id, "text": t})
-                for (i, t), v in zip(part, vectors, strict=True)
-            ]
-            await self.services.vectors.upsert(ROWS, self.dataset.id, points)
+
+INFERRING = "reading the file to infer column types (first ingestion of this dataset)"
 
 
 async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, published: bool = False) -> None:

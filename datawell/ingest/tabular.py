@@ -1,27 +1,39 @@
 """Readers for tabular files: CSV/TSV, JSON array, JSON Lines, Parquet, XLSX.
 
 Each reader names its columns up front and then streams rows in batches, so memory stays
-flat however large the file is. `batches()` opens the file anew on every call: the first
-ingestion of a dataset reads a file twice (once to infer types, once to write)."""
+flat however large the file is. `batches()` opens the file anew on every call. CSV/TSV
+live in `delimited`; the ingestion reads them the columnar way when it can (`columnar`)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed
-from datawell.ingest.formats import CSV_DELIMITERS, Format, head, sniff_encoding, undecodable
+from datawell.ingest.formats import Format, head, sniff_encoding, undecodable
 from datawell.ingest.limits import nested_too_deeply, too_deep
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
-JSON_DEPTH = 64  # DATAWELL_INGEST_MAX_JSON_DEPTH's default
-MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item or CSV field may be this large
+MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item may be this large
 READ_CHARS = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on a delimited file's shape (settings `ingest_max_*`), so one odd file cannot
+    hold a worker: each is checked while reading and fails the attempt saying which."""
+
+    header_chars: int = 1024 * 1024
+    field_chars: int = 16 * 1024 * 1024
+    columns: int = 10_000
+    json_depth: int = 64  # how deep one JSON record may nest (DATAWELL_INGEST_MAX_JSON_DEPTH)
+
+
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass
@@ -38,13 +50,25 @@ class Table(Protocol):
     def batches(self, size: int) -> Iterator[Batch]: ...
 
 
-def open_table(path: Path, fmt: Format, *, json_depth: int = JSON_DEPTH) -> Table:
+def open_table(path: Path, fmt: Format, limits: Limits = DEFAULT_LIMITS) -> Table:
+    table = _open_table(path, fmt, limits)
+    if len(table.columns) > limits.columns:
+        raise IngestionFailed(
+            f"the file has {len(table.columns):,} columns, more than the {limits.columns:,} a file may have "
+            "(setting DATAWELL_INGEST_MAX_COLUMNS)"
+        )
+    return table
+
+
+def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
     if fmt in ("csv", "tsv"):
-        return CsvTable(path, "\t" if fmt == "tsv" else None)
+        from datawell.ingest.delimited import CsvTable  # it builds on this module's Batch and Limits
+
+        return CsvTable(path, "\t" if fmt == "tsv" else None, limits)
     if fmt == "json":
-        return JsonTable(path, max_depth=json_depth)
+        return JsonTable(path, max_depth=limits.json_depth)
     if fmt == "jsonl":
-        return JsonTable(path, lines=True, max_depth=json_depth)
+        return JsonTable(path, lines=True, max_depth=limits.json_depth)
     if fmt == "parquet":
         return ParquetTable(path)
     if fmt == "xlsx":
@@ -53,13 +77,20 @@ def open_table(path: Path, fmt: Format, *, json_depth: int = JSON_DEPTH) -> Tabl
 
 
 def column_names(raw: list[Any]) -> list[str]:
-    """Header cells as column names: blanks get `column_N`, repeats get a `_2`, `_3` suffix."""
+    """Header cells as column names: blanks get `column_N`, repeats get a `_2`, `_3` suffix.
+
+    Linear in the number of cells: a set answers "taken?" and each base name remembers the
+    next suffix to try, so `a` repeated 100,000 times costs no more than 100,000 names."""
     names: list[str] = []
+    taken: set[str] = set()
+    next_suffix: dict[str, int] = {}
     for i, cell in enumerate(raw):
         base = str(cell).strip() if cell is not None and str(cell).strip() else f"column_{i + 1}"
-        name, n = base, 2
-        while name in names:
+        name, n = base, next_suffix.get(base, 2)
+        while name in taken:
             name, n = f"{base}_{n}", n + 1
+        next_suffix[base] = n
+        taken.add(name)
         names.append(name)
     return names
 
@@ -70,86 +101,13 @@ def sample_rows(table: Table, count: int) -> list[list[Any]]:
     return []
 
 
-class CsvTable:
-    """Delimited text. The first non-blank line is the header; every record must have as
-    many fields as the header."""
-
-    unit = "line"
-
-    def __init__(self, path: Path, delimiter: str | None = None) -> None:
-        self.path = path
-        self.encoding = sniff_encoding(path)
-        self.delimiter = delimiter or self._sniff_delimiter()
-        self.columns = column_names(self._header())
-
-    def _sniff_delimiter(self) -> str:
-        sample = head(self.path).decode(self.encoding, errors="ignore")
-        sample = sample[: sample.rfind("\n")] if "\n" in sample else sample
-        try:
-            return csv.Sniffer().sniff(sample, delimiters=CSV_DELIMITERS).delimiter
-        except csv.Error:
-            return ","
-
-    def _open(self, raw: BinaryIO) -> Any:
-        csv.field_size_limit(MAX_ITEM_CHARS)
-        text = io.TextIOWrapper(raw, encoding=self.encoding, newline="")
-        return csv.reader(text, delimiter=self.delimiter, strict=True)
-
-    def _header(self) -> list[str]:
-        with self.path.open("rb") as raw:
-            reader = self._open(raw)
-            try:
-                for record in reader:
-                    if any(cell.strip() for cell in record):
-                        return record
-            except csv.Error as exc:
-                raise IngestionFailed(f"line {reader.line_num}: {exc}") from None
-            except UnicodeDecodeError:
-                raise undecodable(self.encoding, f"line {reader.line_num + 1}") from None
-        raise IngestionFailed("the file is empty: expected a header line naming the columns")
-
-    def batches(self, size: int) -> Iterator[Batch]:
-        width = len(self.columns)
-        with self.path.open("rb") as raw:
-            reader = self._open(raw)
-            batch, seen_header, last_line = Batch(), False, 0
-            try:
-                for record in reader:
-                    start, last_line = last_line + 1, reader.line_num
-                    if not seen_header:
-                        seen_header = any(cell.strip() for cell in record)
-                        continue
-                    if not record:
-                        continue  # a blank line
-                    if len(record) != width:
-                        raise IngestionFailed(
-                            f"line {start}: expected {width} fields as in the header, found {len(record)} "
-                            f"(separator {self.delimiter!r}; a field containing it must be quoted)"
-                        )
-                    batch.rows.append(record)
-                    batch.locations.append(start)
-                    if len(batch.rows) >= size:
-                        batch.position = raw.tell()
-                        yield batch
-                        batch = Batch()
-            except csv.Error as exc:
-                raise IngestionFailed(
-                    f"line {last_line + 1}: {exc} (check the quotes of the record starting on this line)"
-                ) from None
-            except UnicodeDecodeError:
-                raise undecodable(self.encoding, f"line {last_line + 1}") from None
-            batch.position = raw.tell()
-            if batch.rows:
-                yield batch
-
-
 class JsonTable:
     """A JSON array of objects, or JSON Lines (one object per line). The columns are the keys
     of the first records, in the order they first appear."""
 
     unit = "line"
 
-    def __init__(self, path: Path, *, lines: bool = False, max_depth: int = JSON_DEPTH) -> None:
+    def __init__(self, path: Path, *, lines: bool = False, max_depth: int = DEFAULT_LIMITS.json_depth) -> None:
         self.path = path
         self.encoding = sniff_encoding(path)
         self.max_depth = max_depth

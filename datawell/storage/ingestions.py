@@ -204,6 +204,22 @@ async def cancel_active(session: AsyncSession, dataset_id: str, message: str) ->
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+async def embedding_incomplete(session: AsyncSession, dataset_ids: list[str]) -> set[str]:
+    """The datasets among `dataset_ids` with published rows whose vectors are not all there
+    yet (being embedded, or their embedding failed): `semantic()` says so."""
+    found = await session.execute(
+        select(Ingestion.dataset_id, Ingestion.mapping).where(
+            Ingestion.dataset_id.in_(dataset_ids), Ingestion.status.in_((RUNNING, SUCCEEDED))
+        )
+    )
+    incomplete = set()
+    for dataset_id, mapping in found:
+        state = (mapping or {}).get("rowEmbeddings") or {}
+        if (mapping or {}).get("published") is not None or (state and not state.get("complete")):
+            incomplete.add(dataset_id)
+    return incomplete
+
+
 async def cancel(session: AsyncSession, ingestion: Ingestion, message: str) -> None:
     """Cancel one queued or running attempt (409 otherwise); its worker stops at once (the
     lease's next beat) and removes what it staged."""

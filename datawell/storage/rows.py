@@ -1,27 +1,40 @@
 """Dataset rows: one real SQL table per dataset (columns = the schema's fields plus
 `__id`, `__ingestion_id`, `__source`).
 
-An ingestion writes into its own staging table; `publish` moves the rows into the
-dataset's table in one transaction and drops the staging table. So a failed or killed
-attempt leaves nothing visible, and taking an attempt again starts from an empty stage."""
+An ingestion writes into its own staging table; `publish` makes the rows visible in one
+transaction: the staging table is renamed to the dataset's table when that has no rows
+yet (no row is copied), else its rows are appended and it is dropped. So a failed or
+killed attempt leaves nothing visible, and taking an attempt again starts from an empty
+stage.
+
+`__id` is a time-ordered UUID unique by construction (`storage.bulk`); tables carry no
+index on it, so bulk writes only append to the table itself."""
 
 from __future__ import annotations
 
-import os
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from itertools import repeat
 from typing import Any
 
+import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from datawell.storage.bulk import Writer, as_tuples, for_backend, id_prefix, open_writer, row_ids
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
 FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
 INTERNAL_COLUMNS = ("__id", "__ingestion_id", "__source")
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "integer": pa.int64(),
+    "real": pa.float64(),
+    "text": pa.string(),
+    "boolean": pa.bool_(),
+    "timestamp": pa.timestamp("us"),  # UTC
+}
 _SQL_TYPES: dict[str, Any] = {
     "integer": sa.BigInteger(),
     "real": sa.Float(),
@@ -48,7 +61,7 @@ def table_for(name: str, columns: Mapping[str, str], metadata: sa.MetaData | Non
     return sa.Table(
         name,
         metadata or sa.MetaData(),
-        sa.Column("__id", sa.String(36), primary_key=True),
+        sa.Column("__id", sa.String(36)),  # unique by construction; no index to maintain
         sa.Column("__ingestion_id", sa.String(36), index=False),
         sa.Column("__source", sa.Text()),
         *(sa.Column(field, column_type(kind)) for field, kind in columns.items()),
@@ -87,54 +100,66 @@ class RowStore:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
 
+    def writer(self, ingestion_id: str, *, large: bool = False) -> StageWriter:
+        """A bulk writer into the ingestion's staging table; close it when done. `large`:
+        many rows will come, worth a writer with a start-up cost."""
+        return StageWriter(self, staging_name(ingestion_id), ingestion_id, large)
+
     async def write(
         self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str
     ) -> list[str]:
         """Append a batch of rows (field name -> value, already of the fields' types) to the
-        ingestion's staging table; returns the rows' `__id`s in order, so the caller can embed
-        them without reading them back."""
-        if not rows:
-            return []
-        columns = dataset_columns(dataset)
-        ids = new_row_ids(len(rows))
-        names = [*INTERNAL_COLUMNS, *columns]
-        values = {f: [row.get(f) for row in rows] for f in columns}
-        if self.dialect == "sqlite":
-            for field, kind in columns.items():
-                if kind == "timestamp":
-                    values[field] = [_sqlite_stamp(v) for v in values[field]]
-        records = list(zip(ids, repeat(ingestion_id), repeat(source), *values.values(), strict=False))
-        table = staging_name(ingestion_id)
-        # Bulk paths per backend: SQLAlchemy's executemany costs about 100 µs a row, binary
-        # COPY and the driver's own executemany a few.
-        if self.dialect == "postgresql":
-            async with self.engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                await raw.driver_connection.copy_records_to_table(table, records=records, columns=names)  # type: ignore[union-attr]
-        elif self.dialect == "sqlite":
-            quoted = ", ".join(f'"{n}"' for n in names)
-            statement = f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" * len(names))})'
-            async with self.engine.begin() as connection:
-                await connection.exec_driver_sql(statement, records)  # type: ignore[arg-type]
-        else:
-            staged = table_for(table, columns)
-            async with self.engine.begin() as connection:
-                await connection.execute(staged.insert(), [dict(zip(names, r, strict=True)) for r in records])
-        return ids
+        ingestion's staging table; returns the rows' `__id`s in order."""
+        writer = self.writer(ingestion_id)
+        try:
+            ids = await writer.append(arrow_rows(rows, dataset_columns(dataset)), source)
+        finally:
+            await writer.close()
+        return ids.to_pylist()
 
     async def publish(self, dataset: Dataset, ingestion_id: str) -> int:
         """Make the staged rows visible, atomically; returns how many there were."""
         table = await self.ensure_table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
-        columns = [c.name for c in table.columns]
         async with self.engine.begin() as connection:
+            # One publisher of a dataset at a time, so "the table is empty: take the stage's
+            # place" holds until the rename commits (and drop + rename commit together:
+            # Python's sqlite3 would run the DDL outside a transaction).
+            if self.dialect == "sqlite":
+                await connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.dialect == "postgresql":
+                await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
+            count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
+            if (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None:
+                await connection.run_sync(lambda c: table.drop(c))
+                await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
+                return int(count)
             # The rows of an attempt that published before its worker died are not published twice.
             await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
-            result = await connection.execute(
-                table.insert().from_select(columns, sa.select(*(staged.c[c] for c in columns)))
-            )
+            layout = await connection.run_sync(lambda c: [col["name"] for col in sa.inspect(c).get_columns(table.name)])
+            if layout == [c.name for c in staged.columns]:
+                # Same columns in the same order: SQLite copies whole records without decoding them.
+                await connection.exec_driver_sql(f'INSERT INTO "{table.name}" SELECT * FROM "{staged.name}"')
+            else:
+                columns = [c.name for c in staged.columns]
+                await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
             await connection.run_sync(lambda c: staged.drop(c))
-        return int(result.rowcount or 0)
+        return int(count)
+
+    async def published_after(
+        self, dataset: Dataset, ingestion_id: str, fields: Sequence[str], after: str, limit: int
+    ) -> list[tuple[str, tuple[Any, ...]]]:
+        """(__id, values of `fields`) of up to `limit` published rows of one ingestion whose
+        ids follow `after`, in id order: the order the rows were read in."""
+        table = self.table(dataset)
+        query = (
+            sa.select(table.c["__id"], *(table.c[f] for f in fields))
+            .where(table.c["__ingestion_id"] == ingestion_id, table.c["__id"] > after)
+            .order_by(table.c["__id"])
+            .limit(limit)
+        )
+        async with self.engine.connect() as connection:
+            return [(row[0], tuple(row[1:])) for row in await connection.execute(query)]
 
     async def staged_ids(self, dataset: Dataset, ingestion_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(__id, row) of every staged row, for embedding before publication."""
@@ -179,25 +204,70 @@ class RowStore:
         await self.engine.dispose()
 
 
-def _sqlite_stamp(stamp: Any) -> Any:
-    """A timestamp as SQLAlchemy stores it in SQLite (UTC, no zone), so reads parse it back."""
-    if not isinstance(stamp, datetime):
-        return stamp
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
-    return stamp.isoformat(" ", "microseconds")
+class StageWriter:
+    """Appends Arrow batches of typed field values to one staging table, giving each row its
+    `__id`, `__ingestion_id` and `__source`."""
+
+    def __init__(self, store: RowStore, table: str, ingestion_id: str, large: bool) -> None:
+        self.large = large
+        self.store = store
+        self.table = table
+        self.ingestion_id = ingestion_id
+        self.prefix = id_prefix()
+        self.written = 0
+        self.bulk: Writer | None = None
+        self.opened = False
+
+    async def append(self, batch: pa.RecordBatch, source: str) -> pa.Array:
+        """Write `batch` (one column per field, of the field's Arrow type); the rows' ids."""
+        count = batch.num_rows
+        ids = row_ids(self.prefix, self.written, count)
+        self.written += count
+        if count == 0:
+            return ids
+        internal = [
+            ids,
+            pa.repeat(self.ingestion_id, count).cast(pa.string()),
+            pa.repeat(source, count).cast(pa.string()),
+        ]
+        full = pa.RecordBatch.from_arrays([*internal, *batch.columns], names=[*INTERNAL_COLUMNS, *batch.schema.names])
+        full = for_backend(full, self.store.dialect)
+        if not self.opened:
+            url = self.store.engine.url.render_as_string(hide_password=False)
+            self.bulk, self.opened = await asyncio.to_thread(open_writer, url, large=self.large), True
+        if self.bulk is not None:
+            await asyncio.to_thread(self.bulk.append, self.table, full)
+            return ids
+        names = ", ".join(f'"{n}"' for n in full.schema.names)
+        statement = f'INSERT INTO "{self.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
+        async with self.store.engine.begin() as connection:
+            await connection.exec_driver_sql(statement, as_tuples(full))  # type: ignore[arg-type]
+        return ids
+
+    async def close(self) -> None:
+        if self.bulk is not None:
+            await asyncio.to_thread(self.bulk.close)
+            self.bulk = None
 
 
-def new_row_ids(count: int) -> list[str]:
-    """`count` random (version 4) UUIDs as text; four times faster than `uuid.uuid4()` a row."""
-    raw = bytearray(os.urandom(16 * count))
-    raw[6::16] = bytes(b & 0x0F | 0x40 for b in raw[6::16])
-    raw[8::16] = bytes(b & 0x3F | 0x80 for b in raw[8::16])
-    h = raw.hex()
-    return [
-        f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-{h[i + 12 : i + 16]}-{h[i + 16 : i + 20]}-{h[i + 20 : i + 32]}"
-        for i in range(0, 32 * count, 32)
-    ]
+def arrow_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> pa.RecordBatch:
+    """Rows of Python values (already of the fields' types) as an Arrow batch."""
+    arrays = [arrow_column([row.get(f) for row in rows], kind) for f, kind in columns.items()]
+    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
+
+
+def arrow_column(values: Sequence[Any], kind: str) -> pa.Array:
+    """Python values of a field's type as an Arrow array of it."""
+    if kind == "timestamp":
+        values = [_utc(v) for v in values]
+    return pa.array(values, ARROW_TYPES[kind])
+
+
+def _utc(stamp: Any) -> Any:
+    """An aware timestamp as the naive UTC one Arrow's `timestamp("us")` holds."""
+    if isinstance(stamp, datetime) and stamp.tzinfo is not None:
+        return stamp.astimezone(UTC).replace(tzinfo=None)
+    return stamp
 
 
 def to_json_value(value: Any) -> Any:

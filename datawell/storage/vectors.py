@@ -13,6 +13,8 @@ from typing import Any
 
 from qdrant_client import AsyncQdrantClient, models
 
+from datawell.errors import Conflict
+
 ROWS = "rows"
 FIELDS = "fields"
 
@@ -51,11 +53,25 @@ def _without_fsync_per_point(client: AsyncQdrantClient, collection: str) -> None
         connection.execute("PRAGMA synchronous=NORMAL")
 
 
+def open_local(path: Path | None) -> AsyncQdrantClient:
+    """Qdrant's local mode in a folder (or memory). It locks the folder: one process at a time."""
+    try:
+        return AsyncQdrantClient(path=str(path) if path else ":memory:")
+    except RuntimeError as exc:
+        if "already accessed" not in str(exc):
+            raise
+        raise Conflict(
+            f"the vector store in {path} is in use by another process (a running `datawell serve`?): "
+            "use the server (`datawell ask`, `datawell upload`), stop it, or set DATAWELL_QDRANT_URL "
+            "to a Qdrant server that every process shares"
+        ) from None
+
+
 class VectorStore:
     def __init__(self, dimension: int, *, url: str | None = None, path: Path | None = None) -> None:
         self.dimension = dimension
         self.remote = url is not None
-        self.client = AsyncQdrantClient(url=url) if url else AsyncQdrantClient(path=str(path) if path else ":memory:")
+        self.client = AsyncQdrantClient(url=url) if url else open_local(path)
         self._ready: set[str] = set()
 
     async def _collection(self, name: str) -> None:

@@ -4,49 +4,32 @@ The graphs, evals and agents build against the names and signatures here.
 
 `QueryTools` is the one entry point: it authorises the namespace, lets `checker` parse the
 text, resolves the tables it names to datasets the caller may read, lets `checker` compile
-the rest, answers `semantic()` from the vector store and runs the SQL read-only, under a
-time limit and a row cap."""
+the rest, answers `semantic()` from the vector store and runs the SQL in the `sandbox`, which
+lets it read only the tables the checker resolved, under time and size limits."""
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as clock
-from decimal import Decimal
 from typing import Any, Protocol
 
-from sqlalchemy import select
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
-
-from datawell.errors import Forbidden, QueryError, SubError
-from datawell.storage.access import NamespaceRef, Permission, allows, find_namespace, permission_of, readable_namespaces
-from datawell.storage.datasets import DatasetRef, list_datasets
+from datawell.storage.access import NamespaceRef, readable_namespaces
+from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
+from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.rows import RowStore
-from datawell.storage.tables import Dataset, User
+from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS, VectorStore
 from datawell.tools.catalog import Catalog, TableInfo, table_info, with_contents
-from datawell.tools.checker import (
-    ID_COLUMN,
-    SCORE_COLUMN,
-    SCORE_FUNCTION,
-    TARGETS,
-    CompiledQuery,
-    TableRef,
-    close_matches,
-    compile_query,
-    did_you_mean,
-    parse,
-)
+from datawell.tools.checker import SCORE_FUNCTION, TARGETS, CompiledQuery, TableRef, compile_query, parse
+from datawell.tools.resolver import TableResolver, require_read
+from datawell.tools.results import dataset_stub, missing_table, query_error, result_row
+from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, open_sandbox
 
-# The SQLite progress handler runs every this many virtual-machine steps (roughly a
-# millisecond of work): often enough to stop on time, rarely enough to cost nothing.
-SQLITE_PROGRESS_STEPS = 100_000
+# Size limits when the caller gives none (settings `query_max_row_bytes`, `query_max_result_bytes`).
+MAX_ROW_BYTES = 1 << 20
+MAX_RESULT_BYTES = 16 << 20
+WORK_MEM_MB = 16
 
 
 @dataclass(frozen=True)
@@ -54,6 +37,8 @@ class QueryResult:
     query: str  # the query as the caller wrote it
     rows: list[dict[str, Any]]  # JSON-ready; internal fields start with `__` (`__metadata`: score, dataset, id)
     truncated: bool  # the row cap cut the result
+    # datasets searched by semantic() whose rows are not all embedded yet (owner/namespace/name)
+    semantic_incomplete: tuple[str, ...] = ()
 
 
 @dataclass
@@ -74,6 +59,8 @@ class QueryTools:
     (a message plus sub_errors naming unknown tables/columns with close matches) for a query
     that is refused or fails, and `errors.Forbidden` for a namespace the caller may not read."""
 
+    _sandbox: Sandbox | None = None  # a class default, so test doubles that skip __init__ close too
+
     def __init__(
         self,
         db: Database,
@@ -84,6 +71,9 @@ class QueryTools:
         row_cap: int,
         time_limit_seconds: float,
         semantic_hits: int | None = None,
+        max_row_bytes: int = MAX_ROW_BYTES,
+        max_result_bytes: int = MAX_RESULT_BYTES,
+        work_mem_mb: int = WORK_MEM_MB,
     ) -> None:
         self.db = db
         self.rows = rows
@@ -93,6 +83,25 @@ class QueryTools:
         self.time_limit_seconds = time_limit_seconds
         self.semantic_hits = semantic_hits or row_cap  # nearest rows semantic() scores; the rest score 0
         self.target = TARGETS[rows.dialect]
+        self.limits = Limits(time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """Where queries run; opened on first use, since tests swap the row store after building."""
+        if self._sandbox is None:
+            self._sandbox = open_sandbox(self.rows.engine, self.limits)
+        return self._sandbox
+
+    async def start(self) -> None:
+        """Check at start that the store can build the second wall (PostgreSQL: roles)."""
+        start = getattr(self.sandbox, "start", None)
+        if start is not None:
+            await start()
+
+    async def close(self) -> None:
+        if self._sandbox is not None:
+            await self._sandbox.close()
+            self._sandbox = None
 
     async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
         """Every dataset of the namespace, named as a query in that namespace names it."""
@@ -105,7 +114,7 @@ class QueryTools:
 
     async def _catalog(self, user: User, namespace: NamespaceRef, *, shared: bool) -> Catalog:
         async with self.db.session() as session:
-            await _require_read(session, user, namespace)
+            await require_read(session, user, namespace)
             datasets = [(d, d.name) for d in await list_datasets(session, namespace)]
             if shared:
                 for other in await readable_namespaces(session, user):
@@ -123,9 +132,11 @@ class QueryTools:
     async def prepare(self, user: User, namespace: NamespaceRef, query: str) -> CompiledQuery:
         """Authorise, parse, resolve tables, compile: everything but running."""
         async with self.db.session() as session:
-            await _require_read(session, user, namespace)
+            await require_read(session, user, namespace)
             parsed = parse(query)
-            tables = await _TableResolver(session, user, namespace).resolve(parsed.references)
+            resolver = TableResolver(session, user, namespace)
+            await resolver.refuse_taken_names(parsed.ctes)
+            tables = await resolver.resolve(parsed.references)
         return compile_query(parsed, tables, self.target, self.row_cap)
 
     async def resolve(
@@ -133,15 +144,27 @@ class QueryTools:
     ) -> dict[TableRef, TableInfo]:
         """The datasets behind table names, as `prepare` finds them."""
         async with self.db.session() as session:
-            await _require_read(session, user, namespace)
-            return await _TableResolver(session, user, namespace).resolve(references)
+            await require_read(session, user, namespace)
+            return await TableResolver(session, user, namespace).resolve(references)
 
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
         compiled = await self.prepare(user, namespace, query)
-        columns, records = await self.execute(compiled, await self.search(compiled))
-        truncated = len(records) > self.row_cap
-        rows = [_row(compiled, columns, record) for record in records[: self.row_cap]]
-        return QueryResult(query=query, rows=rows, truncated=truncated)
+        fetched = await self.execute(compiled, await self.search(compiled))
+        truncated = fetched.cut or len(fetched.records) > self.row_cap
+        rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
+        incomplete = await self._embedding_incomplete(compiled)
+        for row in rows if incomplete else []:
+            row["__metadata"]["semanticIncomplete"] = True
+        return QueryResult(query=query, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
+
+    async def _embedding_incomplete(self, compiled: CompiledQuery) -> tuple[str, ...]:
+        """Datasets semantic() searched while their rows' vectors are still being made."""
+        searched = {s.table.dataset_id: s.table for s in compiled.searches}
+        if not searched:
+            return ()
+        async with self.db.session() as session:
+            pending = await embedding_incomplete(session, list(searched))
+        return tuple(sorted("/".join(searched[d].coordinate().values()) for d in pending))
 
     async def search(self, compiled: CompiledQuery) -> SemanticHits:
         """Each semantic() search's nearest rows, in the form the compiled SQL takes them."""
@@ -160,233 +183,20 @@ class QueryTools:
                 hits.functions[f"{SCORE_FUNCTION}{index}"] = scores
         return hits
 
-    async def execute(self, compiled: CompiledQuery, hits: SemanticHits | None = None) -> tuple[list[str], list[Any]]:
-        """Run compiled SQL read-only under the time limit; database errors become QueryErrors."""
+    async def execute(self, compiled: CompiledQuery, hits: SemanticHits | None = None) -> Fetched:
+        """Run compiled SQL in the sandbox, reading only `compiled.tables`; database refusals
+        become QueryErrors."""
         hits = hits or SemanticHits()
+        functions = {name: scores.get for name, scores in hits.functions.items()}
+        physical = [t.physical for t in compiled.tables]
         for attempt in range(2):
             try:
-                async with self.rows.engine.connect() as connection:
-                    if compiled.target == "postgres":
-                        return await self._postgres(connection, compiled.sql, hits)
-                    return await self._sqlite(connection, compiled.sql, hits)
-            except DBAPIError as exc:
-                message = _database_message(exc)
-                if attempt == 0 and _missing_table(message, compiled.tables):
+                return await self.sandbox.run(compiled.sql, hits.parameters, physical, functions)
+            except Refusal as refusal:
+                if attempt == 0 and missing_table(refusal, compiled.tables):
                     # A dataset nothing was published to yet has no row table: give it an empty one.
                     for table in compiled.tables:
-                        await self.rows.ensure_table(_dataset_stub(table))
+                        await self.rows.ensure_table(dataset_stub(table))
                     continue
-                raise _query_error(message, compiled, self.time_limit_seconds) from None
+                raise query_error(refusal, compiled, self.time_limit_seconds) from None
         raise AssertionError("unreachable")
-
-    async def _postgres(self, connection: AsyncConnection, sql: str, hits: SemanticHits) -> tuple[list[str], list[Any]]:
-        connection = await connection.execution_options(postgresql_readonly=True)
-        async with connection.begin():
-            milliseconds = max(1, int(self.time_limit_seconds * 1000))
-            await connection.exec_driver_sql(f"SET LOCAL statement_timeout = {milliseconds}")
-            result = await connection.exec_driver_sql(sql, tuple(hits.parameters))
-            return list(result.keys()), list(result.all())
-
-    async def _sqlite(self, connection: AsyncConnection, sql: str, hits: SemanticHits) -> tuple[list[str], list[Any]]:
-        driver: Any = (await connection.get_raw_connection()).driver_connection  # an aiosqlite.Connection
-        deadline = time.monotonic() + self.time_limit_seconds
-
-        def past_deadline() -> int:
-            return 1 if time.monotonic() > deadline else 0
-
-        await connection.exec_driver_sql("PRAGMA query_only = ON")
-        await driver.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
-        for name, scores in hits.functions.items():
-            await driver.create_function(name, 1, scores.get, deterministic=True)
-        try:
-            result = await connection.exec_driver_sql(sql, tuple(hits.parameters))
-            return list(result.keys()), list(result.all())
-        finally:
-            # The connection goes back to the pool that ingestion writes through.
-            for name in hits.functions:
-                await driver.create_function(name, 1, None)
-            await driver.set_progress_handler(None, 0)
-            await connection.exec_driver_sql("PRAGMA query_only = OFF")
-
-
-async def _require_read(session: AsyncSession, user: User, namespace: NamespaceRef) -> None:
-    if not allows(await permission_of(session, user, namespace), Permission.READ):
-        raise Forbidden(f"user {user.username!r} has no read access to namespace {namespace}")
-
-
-class _TableResolver:
-    """Table names to datasets: `orders` in the request's namespace, `owner.namespace.orders` in
-    any namespace the caller may read. Every unresolved name is one sub_error."""
-
-    def __init__(self, session: AsyncSession, user: User, namespace: NamespaceRef) -> None:
-        self.session = session
-        self.user = user
-        self.namespace = namespace
-        self.datasets: dict[str, list[DatasetRef]] = {}
-
-    async def _datasets(self, namespace: NamespaceRef) -> list[DatasetRef]:
-        if namespace.id not in self.datasets:
-            self.datasets[namespace.id] = await list_datasets(self.session, namespace)
-        return self.datasets[namespace.id]
-
-    async def resolve(self, references: list[TableRef]) -> dict[TableRef, TableInfo]:
-        tables: dict[TableRef, TableInfo] = {}
-        problems: list[SubError] = []
-        for ref in references:
-            try:
-                tables[ref] = await self._one(ref)
-            except QueryError as exc:
-                problems += exc.sub_errors
-        if problems:
-            raise QueryError("the query names tables that are not datasets you can read", sub_errors=problems)
-        return tables
-
-    async def _one(self, ref: TableRef) -> TableInfo:
-        if ref.owner is None and ref.namespace is not None:
-            hint = await self._elsewhere(ref.name, ref.namespace)
-            raise _unknown(
-                ref,
-                f"name a table as dataset (in namespace {self.namespace}) or owner.namespace.dataset"
-                + (f": did you mean {hint}?" if hint else ""),
-            )
-        namespace = self.namespace
-        if (
-            ref.owner is not None
-            and ref.namespace is not None
-            and (ref.owner, ref.namespace)
-            != (
-                self.namespace.owner,
-                self.namespace.name,
-            )
-        ):
-            found = await find_namespace(self.session, ref.owner, ref.namespace)
-            if found is None:
-                raise _unknown(ref, f"there is no namespace {ref.owner}/{ref.namespace}", "unknown_namespace")
-            if not allows(await permission_of(self.session, self.user, found), Permission.READ):
-                raise _unknown(
-                    ref,
-                    f"you have no read access to namespace {found}: its owner can grant it",
-                    "no_read_access",
-                )
-            namespace = found
-        datasets = await self._datasets(namespace)
-        exact = [d for d in datasets if d.name == ref.name] or [
-            d for d in datasets if d.name.lower() == ref.name.lower()
-        ]
-        if len(exact) == 1:
-            name = (
-                exact[0].name
-                if namespace.id == self.namespace.id
-                else f"{namespace.owner}.{namespace.name}.{exact[0].name}"
-            )
-            return table_info(exact[0], name)
-        names = [d.name for d in datasets]
-        suggestion = did_you_mean(ref.name, names)
-        if not suggestion and namespace.id == self.namespace.id:
-            hint = await self._elsewhere(ref.name)
-            suggestion = f": did you mean {hint}?" if hint else ""
-        where = "this namespace" if namespace.id == self.namespace.id else f"namespace {namespace}"
-        raise _unknown(ref, f"no dataset named {ref.name!r} in {where}{suggestion}")
-
-    async def _elsewhere(self, name: str, namespace_name: str | None = None) -> str:
-        """Datasets of that name in other namespaces the caller may read, as owner.namespace.dataset."""
-        readable = {n.id: n for n in await readable_namespaces(self.session, self.user) if n.id != self.namespace.id}
-        if namespace_name is not None:
-            readable = {i: n for i, n in readable.items() if n.name.lower() == namespace_name.lower()}
-        if not readable:
-            return ""
-        rows = await self.session.execute(
-            select(Dataset.name, Dataset.namespace_id).where(Dataset.namespace_id.in_(list(readable)))
-        )
-        qualified = [f"{readable[ns].owner}.{readable[ns].name}.{n}" for n, ns in rows]
-        matches = [q for q in qualified if q.rsplit(".", 1)[1].lower() == name.lower()]
-        matches = matches or [
-            q for q in qualified if q.rsplit(".", 1)[1] in close_matches(name, [x.rsplit(".", 1)[1] for x in qualified])
-        ]
-        return " or ".join(repr(m) for m in matches[:3])
-
-
-def _unknown(ref: TableRef, message: str, code: str = "unknown_table") -> QueryError:
-    return QueryError(message, sub_errors=[SubError(code, f"table {str(ref)!r}: {message}")])
-
-
-def _dataset_stub(table: TableInfo) -> Dataset:
-    """Enough of a dataset record for the row store to create its (empty) table."""
-    return Dataset(
-        id=table.dataset_id,
-        table_name=table.physical,
-        schema_definition=table.column_descriptions or dict.fromkeys(table.columns, ""),
-        field_types=table.columns,
-    )
-
-
-def _database_message(exc: DBAPIError) -> str:
-    original = exc.orig.__cause__ or exc.orig if exc.orig is not None else exc
-    text = str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
-    if text.startswith("<class "):  # SQLAlchemy's asyncpg adapter prefixes the class
-        text = text.split(": ", 1)[-1]
-    return text
-
-
-def _missing_table(message: str, tables: list[TableInfo]) -> bool:
-    lowered = message.lower()
-    return any(t.physical in message for t in tables) and ("no such table" in lowered or "does not exist" in lowered)
-
-
-def _query_error(message: str, compiled: CompiledQuery, limit: float) -> QueryError:
-    lowered = message.lower()
-    if "interrupted" in lowered or "statement timeout" in lowered:
-        text = f"the query ran longer than the time limit of {limit:g} s"
-        return QueryError(text, sub_errors=[SubError("time_limit", text)])
-    for table in compiled.tables:  # users never see row-table names
-        message = message.replace(table.physical, table.name)
-    text = f"the database refused the query: {message}"
-    return QueryError(text, sub_errors=[SubError("database_error", text)])
-
-
-def _row(compiled: CompiledQuery, columns: list[str], record: Sequence[Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    if compiled.dataset is not None:
-        metadata["dataset"] = compiled.dataset.coordinate()
-    for column, value in zip(columns, record, strict=True):
-        if column == ID_COLUMN:
-            metadata["id"] = value
-        elif column == SCORE_COLUMN:
-            metadata["score"] = float(value)
-        else:
-            key = column
-            while key in row:  # SELECT a.x, b.x: both kept
-                key += "_"
-            row[key] = _json_value(value, compiled.kinds.get(column))
-    row["__metadata"] = metadata
-    return row
-
-
-def _json_value(value: Any, kind: str | None = None) -> Any:
-    """A database value as JSON, alike on every store (SQLite returns booleans as 0/1 and
-    timestamps as text)."""
-    if value is None:
-        return None
-    if kind == "boolean" and isinstance(value, int):
-        return bool(value)
-    if kind == "timestamp" and isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return value
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
-    if isinstance(value, Decimal):
-        exponent = value.as_tuple().exponent
-        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
-    if isinstance(value, datetime | date | clock):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
-    return value

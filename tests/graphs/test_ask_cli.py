@@ -55,7 +55,7 @@ def operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ScriptedC
 
 
 def ask(*args: str) -> Any:
-    return CliRunner().invoke(cli.app, ["ask", *args])
+    return CliRunner().invoke(cli.app, ["ask", "--local", *args])
 
 
 def test_ask_prints_the_query_and_the_rows(operator: tuple[ScriptedChatModel, FakeQueryTools]) -> None:

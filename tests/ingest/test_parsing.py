@@ -14,11 +14,11 @@ from datawell.ingest import tabular
 from datawell.ingest.documents import chunks
 from datawell.ingest.fieldtypes import CoercionError, Misfit, TypeInference, coerce, coerce_column
 from datawell.ingest.formats import detect_format, sniff_encoding
-from datawell.ingest.limits import Limits
+from datawell.ingest.limits import FileLimits
 from datawell.ingest.mapping import similarity_mapping
 from datawell.ingest.tabular import open_table
 
-LIMITS = Limits.of(Settings())
+LIMITS = FileLimits.of(Settings())
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:

@@ -57,3 +57,26 @@ async def test_discard_and_clear(rows: RowStore) -> None:
     await rows.publish(ds, "44444444-4444-4444-4444-444444444444")
     assert await rows.clear(ds) == 4
     assert await rows.count(ds) == 0
+
+
+@pytest.mark.parametrize("large", [False, True])
+async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore, large: bool) -> None:
+    """Both SQLite writers (in process; ADBC in a child process) and PostgreSQL's COPY give the
+    same rows, ids ascending in the order written; a second publish appends."""
+    import uuid
+
+    from datawell.storage.rows import arrow_rows
+
+    ds, first, second = dataset(), str(uuid.uuid4()), str(uuid.uuid4())
+    for ingestion, start in ((first, 0), (second, 100)):
+        await rows.stage(ds, ingestion)
+        writer = rows.writer(ingestion, large=large)
+        for part in range(2):
+            batch = [{"order_id": start + part * 10 + i, "total": i / 2, "paid": i % 2 == 0} for i in range(10)]
+            await writer.append(arrow_rows(batch, ds.field_types), f"{ingestion}.csv")
+        await writer.close()
+        assert await rows.publish(ds, ingestion) == 20
+    read = await rows.published_after(ds, second, ["order_id", "paid"], "", 100)
+    assert [values for _, values in read] == [(100 + i, i % 2 == 0) for i in range(20)]
+    assert all(uuid.UUID(row_id).version == 7 for row_id, _ in read)
+    assert await rows.count(ds) == 40

@@ -1,0 +1,221 @@
+"""Typed results of the REST operations (SPEC.md), written for the client: they mirror the
+service's JSON, never its code, and keep fields a newer service adds (`extra="allow"`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+class Dataset(Model):
+    id: str
+    owner: str
+    namespace: str
+    dataset_name: str
+    data_description: str
+    schema_definition: dict[str, str]
+    field_types: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class DatasetList(Model):
+    data: list[Dataset]
+
+
+class DatasetCoordinate(Model):
+    owner: str
+    namespace: str
+    dataset_name: str
+
+
+class BuildSpecCode(Model):
+    payload: str
+
+
+class BuildSpec(Model):
+    id: str
+    owner: str
+    version: int
+    sources: list[DatasetCoordinate]
+    destination: DatasetCoordinate
+    code: BuildSpecCode
+    created_at: datetime
+    updated_at: datetime
+
+
+class BuildSpecList(Model):
+    data: list[BuildSpec]
+
+
+class PresignedPart(Model):
+    url: str
+    size: int
+
+
+class PreparedUpload(Model):
+    upload_id: str
+    key: str
+    part_size: int
+    presigned_urls: list[PresignedPart]
+    expires_at: datetime | None = None
+
+
+class PartReceipt(Model):
+    part_number: int
+    size: int
+    etag: str
+
+
+class CompletedPart(Model):
+    part_number: int
+    etag: str
+
+
+class CompletedUpload(Model):
+    id: str = Field(description="The ingestion attempt queued for the uploaded file.")
+    upload_id: str
+    key: str
+    status: str
+
+
+class AbortedUpload(Model):
+    upload_id: str
+    key: str
+    status: str
+
+
+IngestionStatus = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+FINISHED: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+class IngestionAttributes(Model):
+    name: str
+    seen_at: datetime
+    original_ingestion_id: str | None = None
+    last_retry_at: datetime | None = None
+
+
+class IngestionAttempt(Model):
+    id: str
+    status: str
+    expected_total_bytes: int
+    status_message: str
+    processed_bytes: int
+    processed_rows: int
+    attributes: IngestionAttributes
+    mapping: dict[str, Any] | None = Field(None, description="Only when read one by one.")
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+class AttemptsMetadata(Model):
+    page_size: int
+    before_created_at: datetime | None = None
+
+
+class AttemptList(Model):
+    data: list[IngestionAttempt]
+    metadata: AttemptsMetadata
+
+
+class Retried(Model):
+    id: str
+
+
+class Cleared(Model):
+    rows_deleted: int
+    vectors_deleted: int
+    links_deleted: int
+    ingestions_cancelled: int
+
+
+class StageModel(Model):
+    model: str | None = None
+    provider: str | None = None
+
+
+class AutoRagStep(Model):
+    instruction: str
+    query: str
+    reasoning: str
+    data: list[dict[str, Any]]
+
+
+class AutoRagAnswer(Model):
+    response: str
+    steps: list[AutoRagStep]
+    conversation_id: str = ""
+
+
+class RunEvent(Model):
+    """One event of an AutoRAG stream: `event` is its name (run-started, plan, step,
+    answer-delta, answer, run-finished, error) and `data` its JSON body."""
+
+    event: str
+    data: dict[str, Any]
+
+
+class CuratedLink(Model):
+    origin: str
+    destination: str
+    hits: int
+    match_type: str
+
+
+class Curation(Model):
+    datasets_processed: int
+    total_selected: int
+    curated_links: list[CuratedLink] | None = None
+
+
+class Link(Model):
+    id: str
+    origin: str
+    destination: str
+    hits: int
+    match_type: str
+    score: float
+    status: str
+    reason: str
+    curated_by: str | None = None
+    model: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class LinkList(Model):
+    data: list[Link]
+
+
+class Agent(Model):
+    name: str
+    url: str
+    agent_card: str
+
+
+class Health(Model):
+    status: str
+    version: str
+    database: str
+
+
+class UploadProgress(Model):
+    """What `upload()` reports while it works: first the parts (`phase` "parts", bytes
+    sent), then the ingestion (`phase` "ingestion", the attempt as the service reports it)."""
+
+    phase: Literal["parts", "ingestion"]
+    total_bytes: int
+    sent_bytes: int = 0
+    parts_done: int = 0
+    parts_total: int = 0
+    attempt: IngestionAttempt | None = None

@@ -1,0 +1,352 @@
+"""Every REST operation, declared once as a method that builds a `Call`; the sync `Client`
+and the `AsyncClient` send it with their own transport. The `operation` descriptor makes
+`client.create_dataset(...)` return a `Dataset` on the one and an awaitable on the other,
+with the same signature and types."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter
+from pydantic.alias_generators import to_camel
+
+from datawell.client.errors import ApiError
+from datawell.client.models import (
+    AbortedUpload,
+    Agent,
+    AttemptList,
+    AutoRagAnswer,
+    BuildSpec,
+    BuildSpecList,
+    Cleared,
+    CompletedPart,
+    CompletedUpload,
+    Curation,
+    Dataset,
+    DatasetCoordinate,
+    DatasetList,
+    Health,
+    IngestionAttempt,
+    Link,
+    LinkList,
+    PartReceipt,
+    PreparedUpload,
+    Retried,
+    StageModel,
+)
+
+if TYPE_CHECKING:
+    from datawell.client.aio import AsyncClient
+    from datawell.client.sync import Client
+
+T = TypeVar("T")
+P = ParamSpec("P")
+API = "/api/v1"
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+# A keep-alive connection the server closed just as a request went out fails like this; a
+# request that may be repeated is sent again, on a new connection.
+DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+RESENDS = 2
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One HTTP request and how to read its answer. `path` is below the server's root; an
+    absolute URL (a presigned part URL) is sent as is, without the bearer token."""
+
+    method: str
+    path: str
+    result: TypeAdapter[T] | None
+    json: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    content: bytes | None = None
+    long_running: bool = False  # a model answers: no read timeout
+
+    def request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        request = http.build_request(
+            self.method,
+            self.path,
+            json=self.json,
+            params=self.params or None,
+            headers=self.headers,
+            content=self.content,
+        )
+        if "://" in self.path:
+            request.headers.pop("Authorization", None)
+        if self.long_running:
+            request.extensions["timeout"] = httpx.Timeout(http.timeout.connect, read=None).as_dict()
+        return request
+
+    def may_resend(self, error: httpx.TransportError, sent: int) -> bool:
+        return self.method in IDEMPOTENT and isinstance(error, DROPPED) and sent <= RESENDS
+
+    def read(self, response: httpx.Response) -> T:
+        if response.is_error:
+            raise error_of(response)
+        if self.result is None:
+            return None  # type: ignore[return-value]  # Call[None]: the operation answers no body
+        return self.result.validate_json(response.content)
+
+
+def error_of(response: httpx.Response) -> ApiError:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    return ApiError.of(response.status_code, body)
+
+
+def returns(model: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
+
+
+def segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def dataset_path(prefix: str, owner: str, namespace: str, dataset: str) -> str:
+    return f"{API}{prefix}/{segment(owner)}/{segment(namespace)}/{segment(dataset)}"
+
+
+def without_none(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+class operation(Generic[P, T]):
+    def __init__(self, build: Callable[Concatenate[Any, P], Call[T]]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, client: AsyncClient, owner: Any) -> Callable[P, Awaitable[T]]: ...
+
+    @overload
+    def __get__(self, client: Client, owner: Any) -> Callable[P, T]: ...
+
+    def __get__(self, client: Any, owner: Any) -> Any:
+        @functools.wraps(self.build)
+        def send(*args: Any, **kwargs: Any) -> Any:
+            return client.send(self.build(client, *args, **kwargs))
+
+        return send
+
+
+class Operations:
+    """The REST operations of SPEC.md and the ones the service adds (reads, lists, complete)."""
+
+    @operation
+    def health(self) -> Call[Health]:
+        return Call("GET", "/health", returns(Health))
+
+    @operation
+    def openapi(self) -> Call[dict[str, Any]]:
+        return Call("GET", f"{API}/openapi.json", returns(dict[str, Any]))
+
+    # Datasets
+
+    @operation
+    def create_dataset(
+        self, namespace: str, dataset: str, schema: dict[str, str], description: str = ""
+    ) -> Call[Dataset]:
+        """Create a dataset in the caller's own namespace (created with its first dataset)."""
+        body = {"dataDescription": description, "schemaDefinition": schema}
+        return Call("POST", f"{API}/ingest/new/{segment(namespace)}/{segment(dataset)}", returns(Dataset), body)
+
+    @operation
+    def list_datasets(self, owner: str, namespace: str) -> Call[DatasetList]:
+        return Call("GET", f"{API}/datasets/{segment(owner)}/{segment(namespace)}", returns(DatasetList))
+
+    @operation
+    def get_dataset(self, owner: str, namespace: str, dataset: str) -> Call[Dataset]:
+        return Call("GET", dataset_path("/datasets", owner, namespace, dataset), returns(Dataset))
+
+    # BuildSpecs
+
+    @operation
+    def create_build_spec(
+        self, sources: list[DatasetCoordinate], destination: DatasetCoordinate, payload: str
+    ) -> Call[BuildSpec]:
+        return Call("POST", f"{API}/build-specs", returns(BuildSpec), build_spec_body(sources, destination, payload))
+
+    @operation
+    def list_build_specs(self) -> Call[BuildSpecList]:
+        return Call("GET", f"{API}/build-specs", returns(BuildSpecList))
+
+    @operation
+    def get_build_spec(self, build_spec_id: str) -> Call[BuildSpec]:
+        return Call("GET", f"{API}/build-specs/{segment(build_spec_id)}", returns(BuildSpec))
+
+    @operation
+    def replace_build_spec(
+        self,
+        build_spec_id: str,
+        sources: list[DatasetCoordinate],
+        destination: DatasetCoordinate,
+        payload: str,
+        if_match: int | None = None,
+    ) -> Call[BuildSpec]:
+        """Replace the definition (the version is bumped); `if_match` refuses it (409) when the
+        current version is another."""
+        headers = {"If-Match": str(if_match)} if if_match is not None else {}
+        body = build_spec_body(sources, destination, payload)
+        return Call("PUT", f"{API}/build-specs/{segment(build_spec_id)}", returns(BuildSpec), body, headers=headers)
+
+    @operation
+    def delete_build_spec(self, build_spec_id: str) -> Call[None]:
+        return Call("DELETE", f"{API}/build-specs/{segment(build_spec_id)}", None)
+
+    # Uploads (see also upload(), which runs the whole sequence)
+
+    @operation
+    def prepare_upload(
+        self, owner: str, namespace: str, dataset: str, filename: str, size: int
+    ) -> Call[PreparedUpload]:
+        path = dataset_path("/upload/multipart", owner, namespace, dataset) + "/prepare"
+        return Call("POST", path, returns(PreparedUpload), {"filename": filename, "size": size})
+
+    @operation
+    def put_part(self, url: str, data: bytes) -> Call[PartReceipt]:
+        """Send one part's bytes to its presigned URL (no bearer token: the URL is signed)."""
+        return Call("PUT", url, returns(PartReceipt), content=data)
+
+    @operation
+    def complete_upload(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        upload_id: str,
+        key: str,
+        parts: list[CompletedPart] | None = None,
+    ) -> Call[CompletedUpload]:
+        """Assemble the parts and queue the ingestion; `parts` (with their ETags) are checked
+        against what was stored when given."""
+        body: dict[str, Any] = {"uploadId": upload_id, "key": key}
+        if parts is not None:
+            body["parts"] = [p.model_dump(by_alias=True) for p in parts]
+        path = dataset_path("/upload/multipart", owner, namespace, dataset) + "/complete"
+        return Call("POST", path, returns(CompletedUpload), body)
+
+    @operation
+    def abort_upload(self, owner: str, namespace: str, dataset: str, upload_id: str, key: str) -> Call[AbortedUpload]:
+        path = dataset_path("/upload/multipart", owner, namespace, dataset) + "/abort"
+        return Call("POST", path, returns(AbortedUpload), {"uploadId": upload_id, "key": key})
+
+    # Ingestions and data
+
+    @operation
+    def list_attempts(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        before_created_at: datetime | None = None,
+        page_size: int | None = None,
+    ) -> Call[AttemptList]:
+        """Newest first; pass `metadata.before_created_at` of one page to get the next."""
+        params = without_none(
+            beforeCreatedAt=before_created_at.isoformat() if before_created_at else None, pageSize=page_size
+        )
+        path = dataset_path("/data", owner, namespace, dataset) + "/ingest/attempts"
+        return Call("GET", path, returns(AttemptList), params=params)
+
+    @operation
+    def get_attempt(self, ingestion_id: str) -> Call[IngestionAttempt]:
+        return Call("GET", f"{API}/ingestionTracking/{segment(ingestion_id)}", returns(IngestionAttempt))
+
+    @operation
+    def retry(self, ingestion_id: str) -> Call[Retried]:
+        return Call("POST", f"{API}/ingestionTracking/{segment(ingestion_id)}/retry", returns(Retried))
+
+    @operation
+    def clear(self, owner: str, namespace: str, dataset: str) -> Call[Cleared]:
+        """Irreversibly remove every row, vector and link of the dataset."""
+        return Call("POST", dataset_path("/data", owner, namespace, dataset) + "/clear", returns(Cleared))
+
+    # Questions (see also ask(), which streams the run's events)
+
+    @operation
+    def autorag(self, namespace: str, query: str, **options: Any) -> Call[AutoRagAnswer]:
+        """Answer a question (the whole run, as one JSON answer). `options` are the AutoRAG
+        request's other fields in snake case: username, helper_prompt, model, provider,
+        models, conversation_id, web_search, caller_context."""
+        body = autorag_body(namespace, query, **options)
+        return Call("POST", f"{API}/query/autorag", returns(AutoRagAnswer), body, long_running=True)
+
+    # Ontology
+
+    @operation
+    def curate_links(
+        self,
+        namespace: str,
+        dataset: str | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        activate: bool = False,
+    ) -> Call[Curation]:
+        body = without_none(namespace=namespace, dataset=dataset, model=model, provider=provider, activate=activate)
+        return Call("POST", f"{API}/ontology/curate-links", returns(Curation), body, long_running=True)
+
+    @operation
+    def list_links(
+        self, namespace: str, owner: str | None = None, status: str | None = None, dataset: str | None = None
+    ) -> Call[LinkList]:
+        prefix = f"{segment(owner)}/" if owner else ""
+        params = without_none(status=status, dataset=dataset)
+        return Call("GET", f"{API}/ontology/{prefix}{segment(namespace)}/links", returns(LinkList), params=params)
+
+    @operation
+    def update_link(self, link_id: str, status: str) -> Call[Link]:
+        return Call("PATCH", f"{API}/ontology/links/{segment(link_id)}", returns(Link), {"status": status})
+
+    @operation
+    def delete_link(self, link_id: str) -> Call[None]:
+        return Call("DELETE", f"{API}/ontology/links/{segment(link_id)}", None)
+
+    # A2A discovery (calling an agent is A2A's own client's job: see docs/a2a.md)
+
+    @operation
+    def list_agents(self) -> Call[list[Agent]]:
+        return Call("GET", f"{API}/a2a", returns(list[Agent]))
+
+    @operation
+    def agent_card(self, agent: str) -> Call[dict[str, Any]]:
+        return Call("GET", f"{API}/a2a/{segment(agent)}/.well-known/agent-card.json", returns(dict[str, Any]))
+
+
+def build_spec_body(sources: list[DatasetCoordinate], destination: DatasetCoordinate, payload: str) -> dict[str, Any]:
+    return {
+        "sources": [s.model_dump(by_alias=True) for s in sources],
+        "destination": destination.model_dump(by_alias=True),
+        "code": {"payload": payload},
+    }
+
+
+def autorag_body(namespace: str, query: str, **options: Any) -> dict[str, Any]:
+    """The AutoRAG request; `models` may map stages to StageModel or plain dicts."""
+    body: dict[str, Any] = {"namespace": namespace, "query": query}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name == "models":
+            value = {
+                stage: choice.model_dump(exclude_none=True) if isinstance(choice, StageModel) else choice
+                for stage, choice in value.items()
+            }
+        body[to_camel(name)] = value
+    return body
+
+
+def connection_options(server: str, token: str | None, timeout: float) -> dict[str, Any]:
+    """httpx options shared by both clients. `server` is the service's root address; a
+    trailing `/api/v1` is accepted too."""
+    root = server.rstrip("/").removesuffix(API)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {"base_url": root, "headers": headers, "timeout": httpx.Timeout(timeout, connect=10.0)}

@@ -1,0 +1,103 @@
+"""The rules of `fieldtypes` over Arrow arrays of text, a batch at a time in Arrow kernels.
+
+Each function settles the common case (every value of the batch clearly fits) and answers
+None otherwise; the caller then applies the Python rules to that batch's values, which
+decide exactly as before: the same type, the same value, the same message for a value
+that does not fit. So the Arrow path is only ever a faster way to the same answer."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datawell.ingest.fieldtypes import FALSE_WORDS, INT64_DIGITS, TRUE_WORDS
+
+_INTEGER = r"^[+-]?(0|[1-9][0-9]*)$"
+_REAL = r"^[+-]?((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DATE_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_WORDS = pa.array(sorted(TRUE_WORDS | FALSE_WORDS))
+_TRUE = pa.array(sorted(TRUE_WORDS))
+
+
+def _all(mask: pa.Array) -> bool:
+    return bool(pc.all(mask, skip_nulls=True).as_py() is not False)
+
+
+def _present(values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(the values stripped of surrounding white space, which of them are not empty)."""
+    stripped = pc.utf8_trim_whitespace(values)
+    return stripped, pc.greater(pc.binary_length(stripped), 0)
+
+
+def _integers(stripped: pa.Array) -> pa.Array | None:
+    if not _all(pc.match_substring_regex(stripped, _INTEGER)):
+        return None
+    if (pc.max(pc.binary_length(stripped)).as_py() or 0) >= INT64_DIGITS:
+        return None  # may not fit in 64 bits: the Python rules decide
+    return pc.cast(stripped, pa.int64())
+
+
+def _reals(stripped: pa.Array) -> pa.Array | None:
+    if not _all(pc.match_substring_regex(stripped, _REAL)):
+        return None
+    try:
+        reals = pc.cast(stripped, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    return reals if _all(pc.is_finite(reals)) else None
+
+
+def _booleans(stripped: pa.Array) -> pa.Array | None:
+    lowered = pc.ascii_lower(stripped)
+    empty = pc.is_null(lowered)
+    if not _all(pc.or_(empty, pc.is_in(lowered, value_set=_WORDS))):
+        return None
+    return pc.if_else(empty, pa.scalar(None, pa.bool_()), pc.is_in(lowered, value_set=_TRUE))
+
+
+def _timestamps(stripped: pa.Array) -> pa.Array | None:
+    """Naive values are UTC; values with a zone all converted to UTC. A batch mixing both,
+    or anything Arrow's ISO 8601 parser refuses, is left to Python's."""
+    if not _all(pc.match_substring_regex(stripped, _DATE_START)):
+        return None
+    for kind in (pa.timestamp("us"), pa.timestamp("us", "UTC")):
+        try:
+            return pc.cast(stripped, kind).cast(pa.timestamp("us"))
+        except pa.ArrowInvalid:
+            continue
+    return None
+
+
+def _texts(values: pa.Array) -> pa.Array:
+    empty = pc.or_(pc.equal(pc.binary_length(values), 0), pc.utf8_is_space(values))
+    return pc.if_else(empty, pa.scalar(None, pa.string()), values)
+
+
+def coerce_text_array(values: pa.Array, field_type: str) -> pa.Array | None:
+    """Text values as `field_type` (empty values as null), or None when the Python rules must decide."""
+    if field_type == "text":
+        return _texts(values)
+    stripped, present = _present(values)
+    nulled = pc.if_else(present, stripped, pa.scalar(None, pa.string()))
+    convert = {"integer": _integers, "real": _reals, "boolean": _booleans, "timestamp": _timestamps}[field_type]
+    return convert(nulled)
+
+
+def infer_text_array(values: pa.Array) -> str | None:
+    """The type of a batch of text values when Arrow settles it; `text` as soon as one value
+    fits nothing else; None for no value at all or when the Python rules must decide."""
+    stripped, present = _present(values)
+    nulled = pc.drop_null(pc.if_else(present, stripped, pa.scalar(None, pa.string())))
+    if len(nulled) == 0:
+        return None
+    real = pc.match_substring_regex(nulled, _REAL)
+    word = pc.is_in(pc.ascii_lower(nulled), value_set=_WORDS)
+    date = pc.match_substring_regex(nulled, _DATE_START)
+    if not _all(pc.or_(pc.or_(real, word), date)):
+        return "text"
+    for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans)):
+        if convert(nulled) is not None:
+            return kind
+    if _timestamps(nulled) is not None:
+        return "timestamp"
+    return None

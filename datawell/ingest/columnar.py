@@ -1,0 +1,126 @@
+"""Delimited files the columnar way: pyarrow's CSV reader parses, Arrow kernels infer and
+coerce types a batch at a time, and batches go to the row store without a Python object
+per value.
+
+It only vouches for what it can read exactly as the row-by-row reader (`tabular.CsvTable`)
+would. Anything else (a ragged or badly quoted record, undecodable bytes, a field over the
+size limit, a value that does not fit its type, a header not on the first line) raises
+`Fallback`, and the attempt is read again row by row from a fresh stage: that path keeps
+every rule and names the line, field and value in its message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.ipc as ipc
+
+from datawell.ingest.arrowtypes import coerce_text_array, infer_text_array
+from datawell.ingest.delimited import CsvTable
+from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
+from datawell.storage.rows import ARROW_TYPES, arrow_column
+
+BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time
+Positioned = tuple[pa.RecordBatch, int]  # a batch and the bytes of the file read so far
+
+
+class Fallback(Exception):
+    """The columnar path cannot read this file exactly as the row path does."""
+
+
+class ArrowCsv:
+    """The mapped columns of a delimited file, as batches of text named by their fields."""
+
+    def __init__(self, table: CsvTable, mapped: dict[str, str]) -> None:
+        self.table = table
+        self.mapped = mapped  # field -> column
+
+    def batches(self, size: int) -> Iterator[Positioned]:
+        table = self.table
+        width = len(table.columns)
+        names = [f"c{i}" for i in range(width)]
+        fields = {f"c{table.columns.index(column)}": field for field, column in self.mapped.items()}
+        encoding = "utf8" if table.encoding in ("utf-8", "ascii") else table.encoding
+        read = pcsv.ReadOptions(skip_rows=1, column_names=names, block_size=BLOCK_BYTES, encoding=encoding)
+        parse = pcsv.ParseOptions(
+            delimiter=table.delimiter, quote_char='"', double_quote=True, escape_char=False, newlines_in_values=True
+        )
+        convert = pcsv.ConvertOptions(
+            column_types=dict.fromkeys(fields, pa.string()),
+            include_columns=list(fields),
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        )
+        limit = table.limits.field_chars
+        with table.path.open("rb") as raw:
+            try:
+                reader = pcsv.open_csv(raw, read_options=read, parse_options=parse, convert_options=convert)
+                for block in reader:
+                    for column in block.columns:
+                        if len(column) and (pc.max(pc.utf8_length(column)).as_py() or 0) > limit:
+                            raise Fallback
+                    block = block.rename_columns([fields[n] for n in block.schema.names])
+                    position = raw.tell()
+                    for start in range(0, block.num_rows, size):
+                        yield block.slice(start, size), position
+            except (pa.ArrowException, UnicodeError, ValueError) as exc:
+                raise Fallback from exc
+
+
+def columnar(table: object, mapped: dict[str, str]) -> ArrowCsv | None:
+    """The columnar reader of `table`, if it can take it: a delimited file whose header is its first line."""
+    return ArrowCsv(table, mapped) if isinstance(table, CsvTable) and table.header_line == 1 else None
+
+
+def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[int]:
+    """Observe every batch's types and keep the batch in a local Arrow file, so the file is
+    parsed once even when its types must be known before the first row is written."""
+    writer: ipc.RecordBatchStreamWriter | None = None
+    try:
+        for batch, position in batches:
+            if writer is None:
+                writer = ipc.new_stream(str(spool), batch.schema)
+            writer.write_batch(batch)
+            for name in batch.schema.names:
+                if inference.types[name] == "text":
+                    continue
+                values = batch.column(name)
+                kind = infer_text_array(values)
+                if kind is None:
+                    inference.observe(name, values.to_pylist())
+                else:
+                    inference.settle(name, kind)
+            yield position
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def spooled(spool: Path, position: int) -> Iterator[Positioned]:
+    if not spool.exists():
+        return
+    with pa.memory_map(str(spool)) as source:
+        for batch in ipc.open_stream(source):
+            yield batch, position
+
+
+def typed(batches: Iterator[Positioned], types: dict[str, str]) -> Iterator[Positioned]:
+    """Batches with one column per field, of the field's type (null where no column feeds it)."""
+    for batch, position in batches:
+        arrays = []
+        for name, kind in types.items():
+            if name not in batch.schema.names:
+                arrays.append(pa.nulls(batch.num_rows, ARROW_TYPES[kind]))
+                continue
+            values = batch.column(name)
+            coerced = coerce_text_array(values, kind)
+            if coerced is None:
+                try:
+                    coerced = arrow_column(coerce_column(values.to_pylist(), kind), kind)
+                except Misfit:
+                    raise Fallback from None  # the row path names its line
+            arrays.append(coerced)
+        yield pa.RecordBatch.from_arrays(arrays, names=list(types)), position

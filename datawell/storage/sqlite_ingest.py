@@ -1,0 +1,43 @@
+"""A child process that appends Arrow batches to SQLite tables with the ADBC SQLite driver.
+
+The driver bundles its own copy of SQLite; two copies in one process break each other's
+file locks, so it runs here, in a process of its own, fed by `bulk.SqliteProcessWriter`:
+each batch arrives on stdin as one Arrow IPC stream whose schema metadata names the table,
+and is acknowledged with a line on stdout once committed.
+
+    python -m datawell.storage.sqlite_ingest /path/to/rows.db"""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import cast
+
+import adbc_driver_sqlite.dbapi as sqlite
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+
+def main(path: str) -> None:
+    connection = sqlite.connect(path, autocommit=True)  # pragmas cannot change inside a transaction
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout=30000")
+        # A staging table needs no durability before it is published (publishing commits
+        # durably; a crash before that starts the attempt from an empty stage).
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    source = cast(io.BufferedReader, sys.stdin.buffer)
+    while source.peek(1):
+        reader = ipc.open_stream(source)
+        table = (reader.schema.metadata or {})[b"table"].decode()
+        data = pa.Table.from_batches(list(reader), reader.schema)
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.adbc_ingest(table, data, mode="append")
+            cursor.execute("COMMIT")
+        sys.stdout.write("ok\n")
+        sys.stdout.flush()
+    connection.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,122 @@
+"""Dialect adaptation: PostgreSQL spellings SQLite lacks, and the SQLite ones the QL accepts."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from datawell.tools.checker.allowed import STRPTIME_FUNCTION
+
+_EXTRACT_FORMATS = {
+    "YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
+    "DOW": "%w", "DOY": "%j", "EPOCH": "%s", "WEEK": "%W",
+}  # fmt: skip
+_TRUNC_FORMATS = {
+    "YEAR": "%Y-01-01 00:00:00", "MONTH": "%Y-%m-01 00:00:00", "DAY": "%Y-%m-%d 00:00:00",
+    "HOUR": "%Y-%m-%d %H:00:00", "MINUTE": "%Y-%m-%d %H:%M:00", "SECOND": "%Y-%m-%d %H:%M:%S",
+}  # fmt: skip
+_INTERVAL_UNITS = {
+    "YEAR": "years", "MONTH": "months", "DAY": "days", "HOUR": "hours", "MINUTE": "minutes", "SECOND": "seconds",
+}  # fmt: skip
+
+
+def _strftime(fmt: str, value: exp.Expr, *modifiers: str) -> exp.Expr:
+    return exp.Anonymous(
+        this="STRFTIME", expressions=[exp.Literal.string(fmt), value, *(exp.Literal.string(m) for m in modifiers)]
+    )
+
+
+def _unit(node: exp.Expr) -> str:
+    unit = node.args.get("unit") if not isinstance(node, exp.Extract) else node.this
+    name = unit.name.upper() if unit is not None else ""
+    return name[:-1] if name.endswith("S") and name[:-1] in _INTERVAL_UNITS else name
+
+
+def _sqlite_interval(interval: exp.Interval, sign: str) -> str | None:
+    amount, unit = interval.this, _unit(interval)
+    if not isinstance(amount, exp.Literal):
+        return None
+    words = amount.this.split()
+    if not unit and len(words) == 2:
+        amount_text, unit = words[0], words[1].upper().rstrip("S")
+    elif unit and len(words) == 1:
+        amount_text = words[0]
+    else:
+        return None
+    if unit == "WEEK":
+        unit, amount_text = "DAY", str(7 * float(amount_text)).removesuffix(".0")
+    if unit not in _INTERVAL_UNITS:
+        return None
+    return f"{sign}{amount_text} {_INTERVAL_UNITS[unit]}"
+
+
+def _from_sqlite(node: exp.Anonymous, target: str) -> exp.Expr:
+    """strftime() and julianday() as sqlglot's own nodes, which it writes for every store."""
+    if node.name.lower() == "strftime":
+        fmt, value = node.expressions
+        return exp.TimeToStr(this=exp.TsOrDsToTimestamp(this=value), format=fmt)
+    [value] = node.expressions
+    if target == "sqlite":
+        return node
+    # Julian day number: days since noon UTC, 24 November 4714 BC; the Unix epoch is 2440587.5.
+    epoch = exp.Extract(this=exp.Var(this="EPOCH"), expression=exp.cast(value, "TIMESTAMPTZ", copy=False))
+    days = exp.Div(this=epoch, expression=exp.Literal.number("86400.0"))
+    return exp.Paren(this=exp.Add(this=days, expression=exp.Literal.number("2440587.5")))
+
+
+def _to_sqlite(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Anonymous):
+        return _from_sqlite(node, "sqlite")
+    if isinstance(node, exp.Extract) and _unit(node) in _EXTRACT_FORMATS:
+        return exp.cast(_strftime(_EXTRACT_FORMATS[_unit(node)], node.expression), "INTEGER", copy=False)
+    if isinstance(node, exp.Extract) and _unit(node) == "QUARTER":
+        month = exp.cast(_strftime("%m", node.expression), "INTEGER", copy=False)
+        return exp.Paren(
+            this=exp.Div(
+                this=exp.Paren(this=exp.Add(this=month, expression=exp.Literal.number(2))),
+                expression=exp.Literal.number(3),
+            )
+        )
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        if _unit(node) == "WEEK":
+            return _strftime("%Y-%m-%d 00:00:00", node.this, "weekday 0", "-6 days")
+        if _unit(node) in _TRUNC_FORMATS:
+            return _strftime(_TRUNC_FORMATS[_unit(node)], node.this)
+    if isinstance(node, exp.StrToDate | exp.StrToTime):  # SQLite has no strptime: the connection's own
+        kind = "date" if isinstance(node, exp.StrToDate) else "timestamp"
+        fmt = node.args.get("format") or exp.Literal.string("%Y-%m-%d")
+        return exp.Anonymous(this=STRPTIME_FUNCTION, expressions=[node.this, fmt, exp.Literal.string(kind)])
+    if isinstance(node, exp.Left):
+        return exp.Substring(this=node.this, start=exp.Literal.number(1), length=node.expression)
+    if isinstance(node, exp.Right):
+        return exp.Substring(this=node.this, start=exp.Neg(this=exp.Paren(this=node.expression)))
+    if isinstance(node, exp.Concat):  # PostgreSQL's concat() treats NULL as ''
+        parts = [
+            exp.Coalesce(this=exp.cast(e, "TEXT", copy=False), expressions=[exp.Literal.string("")])
+            for e in node.expressions
+        ]
+        joined: exp.Expr = parts[0]
+        for part in parts[1:]:
+            joined = exp.DPipe(this=joined, expression=part)
+        return exp.Paren(this=joined)
+    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        modifier = _sqlite_interval(node.expression, "+" if isinstance(node, exp.Add) else "-")
+        if modifier is not None:
+            return exp.Anonymous(this="DATETIME", expressions=[node.this, exp.Literal.string(modifier)])
+    return node
+
+
+def _to_postgres(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.Anonymous):
+        return _from_sqlite(node, "postgres")
+    # round(double precision, int) does not exist in PostgreSQL; round(numeric, int) does.
+    if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+        node.set("this", exp.cast(node.this, "NUMERIC", copy=False))
+    return node
+
+
+def adapt(nodes: list[exp.Expr], target: str) -> None:
+    adapt = _to_sqlite if target == "sqlite" else _to_postgres
+    for node in nodes:  # innermost first, so an outer rewrite carries the adapted inner one
+        adapted = adapt(node)
+        if adapted is not node:
+            node.replace(adapted)

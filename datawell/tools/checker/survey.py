@@ -1,0 +1,192 @@
+"""Reading a query: parse it, refuse anything not on the allow-list, and decide what every
+table reference means.
+
+A table reference is a CTE only where sqlglot's scope analysis finds a CTE of that name
+visible (defined in this query level or an enclosing one, before it, or itself in a
+`WITH RECURSIVE`); every other reference must be a dataset the caller may read. A CTE may not
+be named like any table the databases hold (see `taken_name`), and every CTE is renamed to a
+reserved name in the SQL that runs, so the database cannot take a reference the checker saw as
+a CTE for a real table, whatever its own scoping rules."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from datawell.errors import QueryError, SubError
+from datawell.tools.checker.allowed import (
+    ADAPTABLE,
+    ALLOWED,
+    ALLOWED_TYPES,
+    CTE_PREFIX,
+    DIALECTS,
+    FUNCTION_NAMES,
+    QL_DIALECT,
+    RESERVED_PREFIX,
+    SEMANTIC,
+    SQLITE_FUNCTIONS,
+    ParsedQuery,
+    TableRef,
+    did_you_mean,
+    refuse,
+    taken_name,
+)
+
+
+def parse(text: str) -> ParsedQuery:
+    """Exactly one SELECT (or WITH/UNION of SELECTs) built only from allowed expressions."""
+    if not text.strip():
+        raise refuse("the query is empty", "empty_query")
+    dialect = DIALECTS[QL_DIALECT]
+    try:
+        tokens = dialect.tokenize(text)
+        statements = [s for s in dialect.parser().parse(tokens, text) if s is not None]
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
+        description = first.get("description") or "cannot parse the query"
+        raise refuse(f"syntax error{where}: {description}", "syntax_error") from None
+    except TokenError as exc:
+        raise refuse(f"syntax error: {exc}", "syntax_error") from None
+    # PostgreSQL nests block comments and SQLite does not, so a `;` inside a comment can hide a
+    # statement from one parser and show it to another. The SQL that runs never carries
+    # comments, but a comment like that is only ever there to smuggle something.
+    if any(";" in comment for token in tokens for comment in token.comments):
+        raise refuse("a comment contains ';': comments may not hide another statement", "comment_hides_statement")
+    if len(statements) != 1:
+        raise refuse(f"give exactly one statement; this text has {len(statements)}", "multiple_statements")
+    tree = statements[0]
+    while isinstance(tree, exp.Subquery) and set(tree.args) <= {"this"}:
+        tree = tree.this
+    if not isinstance(tree, exp.Select | exp.SetOperation):
+        kind = (tree.key or type(tree).__name__).upper()
+        raise refuse(f"only SELECT queries are allowed, not {kind}", "not_a_select")
+    return _Survey(text, tree).parsed()
+
+
+class _Survey:
+    """One walk over the tree: refuse what is not allowed, note what compiling needs, and fold
+    unquoted names to lower case (PostgreSQL's rule, applied on every store)."""
+
+    def __init__(self, text: str, tree: exp.Query) -> None:
+        self.text = text
+        self.tree = tree
+        self.problems: dict[str, SubError] = {}
+        self.tables: list[tuple[exp.Table, TableRef]] = []
+        self.semantic: list[exp.Anonymous] = []
+        self.adaptable: list[exp.Expr] = []
+
+    def parsed(self) -> ParsedQuery:
+        for node in self.tree.walk():  # breadth first: a table is seen before its names are folded
+            self._visit(node)
+        if self.problems:
+            raise QueryError("the query uses something that is not allowed", sub_errors=list(self.problems.values()))
+        ctes = _table_scopes(self.tree)
+        tables = [(t, ref) for t, ref in self.tables if id(t) not in ctes]
+        names = [c.alias for c in self.tree.find_all(exp.CTE)]
+        _rename_ctes(self.tree, ctes)
+        references = list(dict.fromkeys(ref for _, ref in tables))
+        return ParsedQuery(self.text, self.tree, references, tables, self.semantic, self.adaptable[::-1], names)
+
+    def _refuse(self, key: str, code: str, message: str) -> None:
+        self.problems.setdefault(key, SubError(code, message))
+
+    def _visit(self, node: exp.Expr) -> None:
+        kind = type(node)
+        if isinstance(node, exp.Identifier):
+            if _reserved(node.name):
+                self._refuse(
+                    node.name, "reserved_name", f"{node.name!r}: names starting with {RESERVED_PREFIX!r} are reserved"
+                )
+            if not node.quoted:
+                node.set("this", node.name.lower())
+        elif isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            if name == SEMANTIC:
+                self.semantic.append(node)
+            elif name in SQLITE_FUNCTIONS:
+                if len(node.expressions) != SQLITE_FUNCTIONS[name][0] or (
+                    name == "strftime"
+                    and not (isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string)
+                ):
+                    self._refuse(name, "function_usage", f"write {SQLITE_FUNCTIONS[name][1]}")
+                self.adaptable.append(node)
+            else:
+                self._refuse(
+                    name,
+                    "function_not_allowed",
+                    f"function {name}() is not available{did_you_mean(name, FUNCTION_NAMES)}",
+                )
+        elif kind not in ALLOWED:
+            name = _describe(node)
+            self._refuse(name, "not_allowed", f"{name} is not allowed in a query")
+        elif isinstance(node, exp.Table):
+            if isinstance(node.this, exp.Identifier):
+                self.tables.append((node, TableRef(node.catalog or None, node.db or None, node.name)))
+            else:
+                self._refuse("table function", "not_allowed", "table functions are not allowed in FROM")
+        elif isinstance(node, exp.CTE):
+            if taken_name(node.alias):
+                self._refuse(
+                    f"cte {node.alias}",
+                    "cte_name_taken",
+                    f"WITH {node.alias}: a CTE may not be named like a table of the database; give it another name",
+                )
+        elif isinstance(node, exp.Column):
+            # `owner.namespace.orders.total` refers to the table by its alias, `orders`.
+            if node.args.get("db") or node.args.get("catalog"):
+                node.set("db", None)
+                node.set("catalog", None)
+        elif isinstance(node, exp.DataType):
+            if node.this not in ALLOWED_TYPES:
+                name = node.sql(QL_DIALECT)
+                self._refuse(name, "type_not_allowed", f"type {name} is not allowed in a query")
+        elif isinstance(node, ADAPTABLE) or (
+            isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval)
+        ):
+            self.adaptable.append(node)
+
+
+def _describe(node: exp.Expr) -> str:
+    if isinstance(node, exp.Func):
+        return f"function {node.sql_name().lower()}()"
+    return (node.key or type(node).__name__).upper().replace("_", " ")
+
+
+def _reserved(name: str) -> bool:
+    return name.lower().startswith(RESERVED_PREFIX) or name.lower() == "__metadata"
+
+
+def _table_scopes(tree: exp.Query) -> dict[int, exp.CTE]:
+    """id(table node) -> the CTE it reads, for every reference that names a visible CTE."""
+    try:
+        scopes = traverse_scope(tree)
+    except OptimizeError as exc:
+        raise refuse(f"the query cannot be analysed: {exc}", "invalid_query") from None
+    decided: dict[int, exp.CTE | None] = {}
+    for scope in scopes:
+        for table in scope.tables:
+            source = scope.cte_sources.get(table.name)
+            visible = isinstance(source, Scope) and not table.args.get("db") and not table.args.get("catalog")
+            cte = source.expression.find_ancestor(exp.CTE) if visible and isinstance(source, Scope) else None
+            decided.setdefault(id(table), cte)
+    for table in tree.find_all(exp.Table):
+        if id(table) not in decided:  # a place scope analysis does not reach: never guess
+            raise refuse(
+                f"the query cannot be analysed: cannot tell what {table.sql(QL_DIALECT)!r} reads", "invalid_query"
+            )
+    return {key: cte for key, cte in decided.items() if cte is not None}
+
+
+def _rename_ctes(tree: exp.Query, ctes: dict[int, exp.CTE]) -> None:
+    """Each CTE gets a reserved name (`__dw_cteN`) and each reference to it reads that name under
+    the name the query used, so column qualifiers and error messages stay the caller's."""
+    names = {id(cte): f"{CTE_PREFIX}{i}" for i, cte in enumerate(tree.find_all(exp.CTE))}
+    references = [t for t in tree.find_all(exp.Table) if id(t) in ctes]
+    for table in references:
+        alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name, quoted=table.this.quoted))
+        renamed = exp.to_identifier(names[id(ctes[id(table)])], quoted=True)
+        table.replace(exp.Table(this=renamed, alias=alias))
+    for cte in tree.find_all(exp.CTE):
+        cte.args["alias"].set("this", exp.to_identifier(names[id(cte)], quoted=True))

@@ -1,0 +1,99 @@
+"""The second wall: where checked SQL runs, so that a query the checker got wrong still reads
+nothing but the tables the checker resolved for the caller, within time and size limits the
+database enforces.
+
+- SQLite (`sqlite.py`): a read-only connection to the rows database (its own file, never the
+  metadata), an authorizer that denies every read of a table outside the resolved set and every
+  function outside an allow-list, a progress handler for the time limit, and a maximum string
+  length.
+- PostgreSQL (`postgres.py`): each query's transaction switches to a role that may read only the
+  resolved tables, with `statement_timeout`, `work_mem` and `search_path` set for it.
+
+Both fetch results in growing chunks and stop at the byte caps (`collect`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+FIRST_CHUNK = 64  # rows fetched first; later chunks are sized from the rows seen, up to LAST_CHUNK
+LAST_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class Limits:
+    seconds: float  # a statement still running then is stopped
+    row_bytes: int  # a result row (and on SQLite any string or blob) larger than this is refused
+    result_bytes: int  # rows past this many bytes are cut, and the result says `truncated`
+    work_mem_mb: int  # PostgreSQL: memory per sort or hash before it spills to disk
+
+
+class Refusal(Exception):
+    """The database stopped or refused a query; `kind` says which limit, if one did."""
+
+    def __init__(self, message: str, kind: Literal["time", "size", "database"] = "database") -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+
+
+@dataclass
+class Fetched:
+    columns: list[str]
+    records: list[tuple[Any, ...]]
+    cut: bool  # the byte cap cut the result
+
+
+class Sandbox(Protocol):
+    async def run(
+        self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
+    ) -> Fetched:
+        """Run one statement reading only `tables` (physical names); `functions` are SQLite
+        functions the statement may call besides the allowed ones."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def row_size(record: Sequence[Any]) -> int:
+    """About how many bytes a row takes: text and blobs by length, anything else as 8."""
+    return sum(len(v) if isinstance(v, str | bytes) else 8 for v in record)
+
+
+async def collect(fetch: Callable[[int], Awaitable[Sequence[Sequence[Any]]]], limits: Limits) -> tuple[list[Any], bool]:
+    """Fetch rows in chunks until there are none or the result passes `limits.result_bytes`.
+    Chunks are sized so that one chunk of rows like the largest seen fits in what is left, so
+    a few huge rows never arrive together."""
+    records: list[Any] = []
+    total, largest, chunk = 0, 1, FIRST_CHUNK
+    while True:
+        rows = await fetch(chunk)
+        for record in rows:
+            size = row_size(record)
+            if size > limits.row_bytes:
+                raise Refusal(f"a result row is larger than {limits.row_bytes:,} bytes", "size")
+            if total + size > limits.result_bytes:
+                return records, True
+            total += size
+            largest = max(largest, size)
+            records.append(tuple(record))
+        if len(rows) < chunk:
+            return records, False
+        chunk = max(1, min(LAST_CHUNK, (limits.result_bytes - total) // largest))
+
+
+def open_sandbox(engine: AsyncEngine, limits: Limits) -> Sandbox:
+    """The sandbox for the rows database behind `engine` (its writer)."""
+    if engine.dialect.name == "postgresql":
+        from datawell.tools.sandbox.postgres import PostgresSandbox
+
+        return PostgresSandbox(engine, limits)
+    from datawell.tools.sandbox.sqlite import SqliteSandbox
+
+    database = engine.url.database
+    if not database or database == ":memory:":
+        raise ValueError("the rows database must be a file for queries to open it read-only")
+    return SqliteSandbox(database, limits)

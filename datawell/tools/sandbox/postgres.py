@@ -1,0 +1,162 @@
+"""PostgreSQL: each query runs in a READ ONLY transaction switched to a role that may read only
+the tables the checker resolved (`SET LOCAL ROLE`), with `statement_timeout`, `work_mem` and
+`search_path` set for that transaction alone.
+
+Roles: one per row table (`dwr_<db>_<table>`, SELECT on that table) and one per set of tables a
+query reads together (`dwq_<db>_<hash>`, a member of each table's role). They are created once,
+committed, and cached, so a query pays one `SET LOCAL` round trip: granting per query would
+update the table's catalogue row and serialise every query of a dataset behind each other.
+
+Two hatches PostgreSQL leaves open to every role are closed in Datawell's database at start:
+`set_config('role', ...)`, with which a role switches back to the session's own user, and the
+system catalogues, which list every tenant's tables and columns. The service's role must be a
+superuser to close them, or an administrator does it once (the start-up error says how; see
+docs/query-language.md). Query roles then cannot leave the role a query runs as."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from datawell.tools.sandbox import Fetched, Limits, Refusal, collect
+
+SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
+# Run once per database at start. The catalogues list every tenant's tables, columns and roles;
+# the planner and executor read them without privilege checks, so queries work without them.
+_CLOSE_HATCHES = (
+    f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC",
+    "REVOKE SELECT ON ALL TABLES IN SCHEMA pg_catalog, information_schema FROM PUBLIC",
+)
+
+
+class PostgresSandbox:
+    def __init__(self, engine: AsyncEngine, limits: Limits) -> None:
+        self.engine = engine
+        self.limits = limits
+        self.roles: dict[tuple[str, ...], str] = {}
+        self.schema = ""
+        self.prefix = ""
+        self.superuser = False
+
+    async def start(self) -> None:
+        """Check the service's role can build the wall, and close the set_config hatch."""
+        async with self.engine.connect() as connection:
+            pg: Any = (await connection.get_raw_connection()).driver_connection
+            me = await pg.fetchrow(
+                "SELECT current_user AS name, rolsuper, rolcreaterole, current_schema() AS schema, "
+                "current_database() AS database FROM pg_roles WHERE rolname = current_user"
+            )
+            if not (me["rolsuper"] or me["rolcreaterole"]):
+                raise RuntimeError(
+                    f"the PostgreSQL role {me['name']!r} cannot create roles, which Datawell needs to run queries "
+                    f'with read access to the queried datasets only: ALTER ROLE "{me["name"]}" CREATEROLE'
+                )
+            hatches = await pg.fetchrow(
+                f"SELECT has_function_privilege('public', '{SET_CONFIG}', 'EXECUTE') AS set_config, "
+                "has_table_privilege('public', 'pg_catalog.pg_class', 'SELECT') AS catalogs"
+            )
+            if hatches["set_config"] or hatches["catalogs"]:
+                if not me["rolsuper"]:
+                    raise RuntimeError(
+                        f"in database {me['database']!r} PUBLIC may call set_config() or read the system catalogues, "
+                        "so a query could leave its read-only role or list every tenant's tables; as a superuser run "
+                        "there once: "
+                        + "; ".join(_CLOSE_HATCHES)
+                        + f'; GRANT EXECUTE ON FUNCTION {SET_CONFIG} TO "'
+                        + me["name"]
+                        + '"; GRANT SELECT ON ALL TABLES IN SCHEMA pg_catalog, information_schema TO "'
+                        + me["name"]
+                        + '"'
+                    )
+                await pg.execute("; ".join(_CLOSE_HATCHES))
+            self.schema = me["schema"]
+            self.prefix = role_prefix(me["database"])
+            self.superuser = me["rolsuper"]
+
+    async def _role(self, tables: Sequence[str]) -> str:
+        key = tuple(sorted(set(tables)))
+        if key in self.roles:
+            return self.roles[key]
+        if not self.schema:
+            await self.start()
+        name = self.prefix + "q_" + hashlib.sha256("\n".join(key).encode()).hexdigest()[:20]
+        async with self.engine.connect() as connection:
+            pg: Any = (await connection.get_raw_connection()).driver_connection
+            async with pg.transaction():
+                await _create_role(pg, name)
+                for table in key:
+                    reader = self.prefix + "r_" + table
+                    await _create_role(pg, reader)
+                    if not await pg.fetchval(
+                        "SELECT has_table_privilege($1, $2, 'SELECT')", reader, f'"{self.schema}"."{table}"'
+                    ):
+                        await pg.execute(f'GRANT SELECT ON "{self.schema}"."{table}" TO "{reader}"')
+                    await pg.execute(f'GRANT "{reader}" TO "{name}"')
+                await pg.execute(f'GRANT USAGE ON SCHEMA "{self.schema}" TO "{name}"')
+                if not self.superuser:  # SET ROLE needs the session's user to be a member
+                    await pg.execute(f'GRANT "{name}" TO CURRENT_USER')
+        self.roles[key] = name
+        return name
+
+    async def run(
+        self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
+    ) -> Fetched:
+        import asyncpg
+
+        try:
+            role = await self._role(tables)
+            async with self.engine.connect() as connection:
+                pg: Any = (await connection.get_raw_connection()).driver_connection
+                # One round trip opens the transaction and sets it up; it is rolled back, never committed.
+                await pg.execute(
+                    f'BEGIN READ ONLY; SET LOCAL ROLE "{role}"; '
+                    f"SET LOCAL statement_timeout = {max(1, int(self.limits.seconds * 1000))}; "
+                    f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
+                    f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
+                )
+                try:
+                    statement = await pg.prepare(sql)
+                    columns = [a.name for a in statement.get_attributes()]
+                    cursor = await statement.cursor(*parameters)
+                    records, cut = await collect(cursor.fetch, self.limits)
+                finally:
+                    await pg.execute("ROLLBACK")
+            return Fetched(columns, records, cut)
+        except asyncpg.PostgresError as exc:
+            raise _refusal(exc) from None
+
+    async def close(self) -> None:
+        return None
+
+
+async def _create_role(pg: Any, name: str) -> None:
+    """CREATE ROLE unless it exists (PostgreSQL 15 has no IF NOT EXISTS for roles)."""
+    await pg.execute(
+        f'DO $$ BEGIN CREATE ROLE "{name}" NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$'
+    )
+
+
+def role_prefix(database: str) -> str:
+    """Roles are cluster-wide: each database's query roles carry a prefix of its own."""
+    return "dw" + hashlib.sha256(database.encode()).hexdigest()[:8]
+
+
+async def drop_roles(admin: Any, database: str) -> None:
+    """Drop a (dropped) database's query roles; for tests and for removing a deployment."""
+    prefix = role_prefix(database)
+    names = await admin.fetch("SELECT rolname FROM pg_roles WHERE starts_with(rolname, $1)", prefix)
+    for (name,) in sorted(names, key=lambda r: not r[0].startswith(prefix + "q_")):
+        await admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+def _refusal(exc: Exception) -> Refusal:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lowered = message.lower()
+    if "statement timeout" in lowered:
+        return Refusal(message, "time")
+    if "out of memory" in lowered or "invalid memory alloc" in lowered:
+        return Refusal(message, "size")
+    return Refusal(message)
