@@ -16,8 +16,9 @@ import typer
 from datawell.commands import ask, data, demo, upload
 from datawell.commands.local import Metadata, run, run_metadata
 from datawell.config import Settings
+from datawell.errors import NotFound
 from datawell.evals.commands import eval_app
-from datawell.storage import access, users
+from datawell.storage import access, ingestions, users
 
 if TYPE_CHECKING:
     from datawell.services import Services
@@ -26,9 +27,11 @@ app = typer.Typer(help="Datawell: an open data platform for agents.", no_args_is
 users_app = typer.Typer(help="Manage users.", no_args_is_help=True)
 token_app = typer.Typer(help="Issue and revoke API tokens.", no_args_is_help=True)
 grants_app = typer.Typer(help="Share namespaces with other users.", no_args_is_help=True)
+ingestions_app = typer.Typer(help="Manage ingestion attempts.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(token_app, name="token")
 app.add_typer(grants_app, name="grants")
+app.add_typer(ingestions_app, name="ingestions")
 app.add_typer(eval_app, name="eval")
 
 
@@ -172,6 +175,21 @@ def grants_list(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")
 
     for grantee, permission in run_metadata(work):
         typer.echo(f"{grantee}\t{permission}")
+
+
+@ingestions_app.command("cancel")
+def ingestions_cancel(ingestion_id: str) -> None:
+    """Cancel a queued or running ingestion; its worker stops and removes what it staged."""
+
+    async def work(metadata: Metadata) -> None:
+        async with metadata.db.session() as session:
+            ingestion = await ingestions.get_ingestion(session, ingestion_id)
+            if ingestion is None:
+                raise NotFound(f"ingestion {ingestion_id} does not exist")
+            await ingestions.cancel(session, ingestion, "cancelled from the command line")
+
+    run_metadata(work)
+    typer.echo(f"cancelled ingestion {ingestion_id}")
 
 
 # Client commands: they talk to a running server (see datawell/commands/).

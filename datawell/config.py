@@ -106,6 +106,31 @@ class Settings(BaseSettings):
     )
     ingest_max_field_chars: int = Field(16 * 1024 * 1024, ge=1, description="Longest field of a delimited file.")
     ingest_max_columns: int = Field(10_000, ge=1, description="Most columns a tabular file may have.")
+    worker_concurrency: int = Field(
+        2, ge=1, description="Attempts one worker runs at once, so a slow file never holds up the others."
+    )
+    ingest_attempt_seconds: float = Field(
+        3 * 3600.0, gt=0, description="Time budget of one ingestion attempt; past it the attempt fails."
+    )
+    work_sweep_seconds: float = Field(
+        3600.0, gt=0, description="How often a worker removes work folders of attempts no worker runs any more."
+    )
+
+    # Ingestion limits: a file past one of them fails with a message naming the limit.
+    ingest_max_unpacked_bytes: int = Field(
+        1024**3, ge=1, description="XLSX: the most bytes its ZIP members may declare when unpacked, together."
+    )
+    ingest_max_unpack_ratio: float = Field(
+        100.0, gt=1, description="XLSX: the most a ZIP member may grow when unpacked (unpacked / packed size)."
+    )
+    ingest_max_json_depth: int = Field(64, ge=1, le=500, description="JSON: the deepest nesting of one record.")
+    ingest_max_pdf_pages: int = Field(2000, ge=1, description="PDF: the most pages read from one file.")
+    ingest_max_document_chars: int = Field(
+        2_000_000, ge=1, description="Text, Markdown, PDF: the most characters of text sent to the model, in passages."
+    )
+    ingest_max_prompt_chars: int = Field(
+        20_000, ge=1000, description="The most characters of a file (column names, sample values) in one model prompt."
+    )
 
     # Web console
     console_models: list[str] = Field(

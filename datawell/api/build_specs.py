@@ -3,6 +3,7 @@ The code payload is opaque: stored byte for byte and never interpreted."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 
@@ -10,6 +11,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from datawell.api.openapi import IF_MATCH_PATTERN
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel, DatasetCoordinate
 from datawell.errors import InvalidInput, NotFound, SubError
@@ -80,13 +82,12 @@ def parse_if_match(request: Request) -> int | None:
     value = request.headers.get("if-match")
     if value is None or value.strip() == "*":
         return None
-    try:
-        return int(value.strip().removeprefix("W/").strip('"'))
-    except ValueError:
+    if not re.fullmatch(IF_MATCH_PATTERN, value):
         raise InvalidInput(
             "If-Match must be a BuildSpec version",
             sub_errors=[SubError("invalid_header", f"If-Match: {value!r} is not an integer version")],
-        ) from None
+        )
+    return int(value.strip().removeprefix("W/").strip('"'))
 
 
 def spec_id(request: Request) -> str:

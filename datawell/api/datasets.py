@@ -10,7 +10,14 @@ from starlette.requests import Request
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
 from datawell.storage.access import Permission, authorize, ensure_namespace
-from datawell.storage.datasets import DatasetRef, create_dataset, get_dataset, list_datasets
+from datawell.storage.datasets import (
+    FIELD_PATTERN_TEXT,
+    MAX_FIELDS,
+    DatasetRef,
+    create_dataset,
+    get_dataset,
+    readable_datasets,
+)
 from datawell.storage.tables import User
 
 router = Router("datasets")
@@ -23,7 +30,14 @@ class DatasetCreateRequest(ApiModel):
         "", max_length=MAX_DESCRIPTION, description="Describes the dataset to help the AI system understand context."
     )
     schema_definition: dict[str, str] = Field(
-        description="Maps field names to descriptions that guide structuring of extracted data."
+        description="Maps field names to descriptions that guide structuring of extracted data. Field names are "
+        "column names: letters, digits and '_', not starting with a digit or '__', unique ignoring case.",
+        # Checked by create, which names every bad field and why.
+        json_schema_extra={
+            "minProperties": 1,
+            "maxProperties": MAX_FIELDS,
+            "propertyNames": {"pattern": FIELD_PATTERN_TEXT},
+        },
     )
 
 
@@ -87,9 +101,9 @@ async def create(request: Request, user: User, body: DatasetCreateRequest) -> Da
 async def list_namespace(request: Request, user: User) -> DatasetList:
     """Lists the datasets of a namespace the caller owns or holds a grant on."""
     params = request.path_params
-    async with request.state.services.db.session() as session:
-        namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
-        return DatasetList(data=[DatasetResponse.of(d) for d in await list_datasets(session, namespace)])
+    async with request.state.services.db.read() as session:
+        datasets = await readable_datasets(session, user, params["username"], params["namespace"])
+    return DatasetList(data=[DatasetResponse.of(d) for d in datasets])
 
 
 @router.operation(
@@ -102,6 +116,6 @@ async def list_namespace(request: Request, user: User) -> DatasetList:
 async def read(request: Request, user: User) -> DatasetResponse:
     """Reads one dataset: its description, schema and inferred field types."""
     params = request.path_params
-    async with request.state.services.db.session() as session:
+    async with request.state.services.db.read() as session:
         namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
         return DatasetResponse.of(await get_dataset(session, namespace, params["datasetName"]))

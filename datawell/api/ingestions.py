@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -25,6 +26,7 @@ router = Router("ingestions")
 
 Status = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
 CURSOR_STEP = timedelta(microseconds=1)
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 class IngestionAttributes(ApiModel):
@@ -87,6 +89,14 @@ class AttemptsQuery(ApiModel):
         None, description="Only attempts created at or before this time (date-time; without a zone, UTC)."
     )
     page_size: int = Field(20, ge=1, le=100, description="At most this many attempts (1 to 100).")
+
+    @field_validator("before_created_at", mode="before")
+    @classmethod
+    def not_a_number(cls, value: object) -> object:
+        """pydantic reads a number as Unix seconds; the documented type is an ISO 8601 date-time."""
+        if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+            raise ValueError(f"expected an ISO 8601 date-time such as 2026-01-31T12:00:00Z, got {value!r}")
+        return value
 
     @field_validator("before_created_at")
     @classmethod
@@ -209,6 +219,24 @@ async def retry(request: Request, user: User) -> RetryResponse:
         original, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
         attempt = await ingestions.retry(session, original, user)
         return RetryResponse(id=uuid.UUID(attempt.id))
+
+
+@router.operation(
+    "POST",
+    "/ingestionTracking/{ingestionId}/cancel",
+    summary="Cancel an ingestion",
+    response=IngestionAttempt,
+    errors=(403, 404, 409, 422),
+)
+async def cancel(request: Request, user: User) -> IngestionAttempt:
+    """Cancels a QUEUED or RUNNING ingestion (409 otherwise) and answers with it, now
+    CANCELLED. A running one stops within a third of the worker lease and leaves no rows;
+    it can be retried later."""
+    async with request.state.services.db.session() as session:
+        ingestion, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
+        await ingestions.cancel(session, ingestion, f"cancelled by {user.username}")
+        await session.refresh(ingestion)
+        return IngestionAttempt.of(ingestion)
 
 
 @router.operation(

@@ -11,6 +11,22 @@ from pydantic.json_schema import models_json_schema
 from datawell import __version__
 from datawell.api.routing import Operation
 from datawell.api.schemas import ErrorResponse
+from datawell.storage.users import NAME_PATTERN
+
+UUID_SCHEMA = {"type": "string", "format": "uuid", "pattern": "^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"}
+NAME_SCHEMA = {"type": "string", "pattern": NAME_PATTERN.pattern}
+# What the endpoints check of their path parameters (and answer 422 for otherwise).
+PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+    "username": NAME_SCHEMA,
+    "namespace": NAME_SCHEMA,
+    "datasetName": NAME_SCHEMA,
+    "ingestionId": UUID_SCHEMA,
+    "buildSpecId": UUID_SCHEMA,
+    "linkId": UUID_SCHEMA,
+}
+# The If-Match the BuildSpec update reads: `*` or a version, as an ETag or a bare number.
+IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"?[0-9]+"?)\s*$'
+HEADER_SCHEMAS: dict[str, dict[str, Any]] = {"If-Match": {"type": "string", "pattern": IF_MATCH_PATTERN}}
 
 REF = "#/components/schemas/{model}"
 ERROR_TEXT = {
@@ -30,16 +46,17 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
     models = _models(operations)
     keyed: list[tuple[type[BaseModel], Literal["validation"]]] = [(m, "validation") for m in models]
     refs, defs = models_json_schema(keyed, ref_template=REF) if keyed else ({}, {"$defs": {}})
+    schemas = defs.get("$defs", {})
     paths: dict[str, dict[str, Any]] = {}
     for prefix, ops in mounted:
         for op in ops:
-            paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs)
+            paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
         "paths": paths,
         "components": {
-            "schemas": defs.get("$defs", {}),
+            "schemas": schemas,
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
                 "openId": {
@@ -60,13 +77,17 @@ def _models(operations: list[Operation]) -> list[type[BaseModel]]:
     return found
 
 
-def _schema(model: Any, refs: dict[Any, Any]) -> dict[str, Any]:
+def _schema(model: Any, refs: dict[Any, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """A reference to a model's schema; for other types (`list[Model]`) their schema, the
+    models they use moved into `schemas` where the references point."""
     if (model, "validation") in refs:
         return refs[(model, "validation")]
-    return TypeAdapter(model).json_schema(ref_template=REF)
+    schema = TypeAdapter(model).json_schema(ref_template=REF)
+    schemas.update(schema.pop("$defs", {}))
+    return schema
 
 
-def _operation(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
+def _operation(op: Operation, refs: dict[Any, Any], schemas: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "operationId": f"{op.tag}.{op.endpoint.__name__}",
         "summary": op.summary,
@@ -77,12 +98,14 @@ def _operation(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
         "responses": {},
     }
     if op.body is not None:
-        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": _schema(op.body, refs)}}}
+        body = _schema(op.body, refs, schemas)
+        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     success: dict[str, Any] = {"description": "Success"}
     if op.response is not None:
-        success["content"] = {"application/json": {"schema": _schema(op.response, refs)}}
+        success["content"] = {"application/json": {"schema": _schema(op.response, refs, schemas)}}
     for media_type, description in op.streams.items():
-        success.setdefault("content", {})[media_type] = {"schema": {"type": "string", "description": description}}
+        kind = "object" if media_type == "application/json" else "string"
+        success.setdefault("content", {})[media_type] = {"schema": {"type": kind, "description": description}}
     doc["responses"][str(op.status)] = success
     for status in op.errors:
         doc["responses"][str(status)] = {
@@ -94,7 +117,7 @@ def _operation(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
 
 def _parameters(op: Operation) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        {"name": name, "in": "path", "required": True, "schema": PATH_SCHEMAS.get(name, {"type": "string"})}
         for name in re.findall(r"{(\w+)}", op.path)
     ]
     if op.query is not None:
@@ -111,7 +134,13 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
                 }
             )
     params.extend(
-        {"name": name, "in": "header", "required": False, "description": text, "schema": {"type": "string"}}
+        {
+            "name": name,
+            "in": "header",
+            "required": False,
+            "description": text,
+            "schema": HEADER_SCHEMAS.get(name, {"type": "string"}),
+        }
         for name, text in op.headers
     )
     return params

@@ -4,7 +4,6 @@ OpenAPI document, so the two cannot drift apart."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -81,13 +80,34 @@ class Router:
         return register
 
     def routes(self, prefix: str) -> list[Route]:
-        routes = []
+        """One route per path, whatever its methods, so a 405 lists all of them in `Allow`;
+        operations marked `slash` are served with a trailing slash too."""
+        by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+        slashed: set[str] = set()
         for op in self.operations:
-            handler = _handler(op)
-            routes.append(Route(prefix + op.path, handler, methods=[op.method]))
+            by_path.setdefault(op.path, {})[op.method] = _handler(op)
             if op.slash:
-                routes.append(Route(prefix + op.path + "/", handler, methods=[op.method], include_in_schema=False))
+                slashed.add(op.path)
+        routes = []
+        for path, handlers in by_path.items():
+            endpoint = _dispatch(handlers)
+            routes.append(Route(prefix + path, endpoint, methods=list(handlers)))
+            if path in slashed:
+                routes.append(Route(prefix + path + "/", endpoint, methods=list(handlers), include_in_schema=False))
         return routes
+
+
+def _dispatch(
+    handlers: dict[str, Callable[[Request], Awaitable[Response]]],
+) -> Callable[[Request], Awaitable[Response]]:
+    if len(handlers) == 1:
+        return next(iter(handlers.values()))
+
+    async def dispatch(request: Request) -> Response:
+        # HEAD is served by GET, as Starlette does for a route with GET.
+        return await handlers["GET" if request.method == "HEAD" else request.method](request)
+
+    return dispatch
 
 
 def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
@@ -112,22 +132,25 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
 
 
 async def parse_body(request: Request, model: type[M]) -> M:
+    """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
+    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()
     try:
-        data = json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("the body is not valid JSON", sub_errors=[SubError("invalid_json", str(exc))]) from None
-    try:
-        return model.model_validate(data)
+        return model.model_validate_json(raw or b"null", strict=True)
     except ValidationError as exc:
+        invalid = [e["msg"] for e in exc.errors(include_url=False) if e["type"] == "json_invalid"]
+        if invalid:
+            raise InvalidInput(
+                "the body is not valid JSON", sub_errors=[SubError("invalid_json", invalid[0])]
+            ) from None
         raise validation_error(exc) from None
 
 
 def parse_query(request: Request, model: type[M]) -> M:
     try:
-        return model.model_validate(dict(request.query_params))
+        return model.model_validate_strings(dict(request.query_params))
     except ValidationError as exc:
         raise validation_error(exc, prefix="query") from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -31,3 +33,12 @@ class DatasetCoordinate(ApiModel):
 
     def __str__(self) -> str:
         return f"{self.owner}/{self.namespace}/{self.dataset_name}"
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema counts 3.0 as an integer; bodies are validated strictly (no `true` for a
+    number), so a whole float is taken as the integer it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]

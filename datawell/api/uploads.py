@@ -4,16 +4,17 @@ serves the part URLs itself (`PUT /upload/parts`), authenticated by their signat
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
 
 from datawell.api.routing import Router
-from datawell.api.schemas import ApiModel
+from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.services import PART_PATH, Services
@@ -39,6 +40,7 @@ from datawell.storage.uploads import (
     start_completing,
 )
 
+log = logging.getLogger(__name__)
 router = Router("uploads")
 
 MULTIPART_PATH = "/upload/multipart/{username}/{namespace}/{datasetName}"
@@ -47,7 +49,11 @@ LISTED_PROBLEMS = 100  # sub_errors named one by one; the rest are counted
 
 class PrepareRequest(ApiModel):
     filename: str = Field(min_length=1, max_length=MAX_FILENAME, description="Name of the file to upload.")
-    size: int = Field(ge=1, description=f"File size in bytes; at most {MAX_SIZE} ({MAX_PARTS} parts of {PART_SIZE}).")
+    size: WholeNumber = Field(
+        ge=1,
+        description=f"File size in bytes; at most {MAX_SIZE} ({MAX_PARTS} parts of {PART_SIZE}).",
+        json_schema_extra={"maximum": MAX_SIZE},  # checked by prepare, which says why
+    )
 
 
 class PresignedPart(ApiModel):
@@ -75,7 +81,7 @@ class AbortResponse(ApiModel):
 
 
 class CompletedPart(ApiModel):
-    part_number: int = Field(ge=1, le=MAX_PARTS)
+    part_number: WholeNumber = Field(ge=1, le=MAX_PARTS)
     etag: str = Field(min_length=1, description="The ETag header the part's PUT answered with.")
 
 
@@ -296,7 +302,7 @@ def number_ranges(numbers: list[int]) -> str:
     public=True,
     errors=(403, 404, 409, 422),
 )
-async def put_part(request: Request, query: PartQuery) -> JSONResponse:
+async def put_part(request: Request, query: PartQuery) -> Response:
     """The presigned part URLs of the local object store point here. The request body is the
     part's raw bytes, exactly the `size` prepare announced; no bearer token is needed, the
     URL's signature authenticates it. Answers with the part's ETag (header and body). A
@@ -314,6 +320,11 @@ async def put_part(request: Request, query: PartQuery) -> JSONResponse:
         if upload is None or upload.key != key:
             raise NotFound(f"no upload {upload_id!r} with key {key!r}")
         check_open(upload)
-    etag = await store.write_part(upload_id, number, size, request.stream())
+    try:
+        etag = await store.write_part(upload_id, number, size, request.stream())
+    except ClientDisconnect:
+        # Nobody is left to answer; write_part stored nothing. Not an error of the service.
+        log.info("the client sending part %d of upload %s disconnected", number, upload_id)
+        return Response(status_code=400)
     receipt = PartReceipt(part_number=number, size=size, etag=etag)
     return JSONResponse(receipt.model_dump(mode="json", by_alias=True), headers={"ETag": etag})

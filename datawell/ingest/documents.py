@@ -1,7 +1,8 @@
 """Documents (plain text, Markdown, PDF) cut into chunks small enough for one model call.
 
 Chunks end at paragraph breaks (and before Markdown headings) where possible, so a record
-is rarely split across two chunks. Files are read line by line or page by page."""
+is rarely split across two chunks. Files are read line by line or page by page, and no
+more pages or characters than the limits allow are read or sent to the model."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.formats import Format, sniff_encoding, undecodable
+from datawell.ingest.limits import FileLimits
 
 CHUNK_CHARS = 6000
 
@@ -23,11 +25,20 @@ class Chunk:
     position: int  # bytes of the file read so far
 
 
-def chunks(path: Path, fmt: Format, size: int = CHUNK_CHARS) -> Iterator[Chunk]:
+def chunks(path: Path, fmt: Format, limits: FileLimits, size: int = CHUNK_CHARS) -> Iterator[Chunk]:
     if fmt == "pdf":
-        yield from pdf_chunks(path, size)
+        source = pdf_chunks(path, size, limits.pdf_pages)
     else:
-        yield from text_chunks(path, size, markdown=fmt == "markdown")
+        source = text_chunks(path, size, markdown=fmt == "markdown")
+    total = 0
+    for chunk in source:
+        total += len(chunk.text)
+        if total > limits.document_chars:
+            raise IngestionFailed(
+                f"{chunk.label}: the document holds more than {limits.document_chars:,} characters of text, the most "
+                "one ingestion sends to the model (DATAWELL_INGEST_MAX_DOCUMENT_CHARS); split it into smaller files"
+            )
+        yield chunk
 
 
 def text_chunks(path: Path, size: int, *, markdown: bool = False) -> Iterator[Chunk]:
@@ -64,7 +75,7 @@ def text_chunks(path: Path, size: int, *, markdown: bool = False) -> Iterator[Ch
             yield emit(number)
 
 
-def pdf_chunks(path: Path, size: int) -> Iterator[Chunk]:
+def pdf_chunks(path: Path, size: int, max_pages: int) -> Iterator[Chunk]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -73,6 +84,11 @@ def pdf_chunks(path: Path, size: int) -> Iterator[Chunk]:
         pages = len(reader.pages)
     except (PdfReadError, ValueError, OSError) as exc:
         raise IngestionFailed(f"the file is not a readable PDF ({exc})") from None
+    if pages > max_pages:
+        raise IngestionFailed(
+            f"the PDF has {pages:,} pages, more than the {max_pages:,} one ingestion reads "
+            "(DATAWELL_INGEST_MAX_PDF_PAGES); split it into smaller files"
+        )
     total_bytes = path.stat().st_size
     parts: list[str] = []
     length, first, found = 0, 1, False

@@ -35,6 +35,7 @@ EXTENSIONS: dict[str, Format] = {
 }
 CSV_DELIMITERS = ",;\t|"
 WESTERN_ACCENT_RATIO = 0.3
+UTF16_ZERO_RATIO = 0.4  # of the high bytes: Latin text in UTF-16 has a zero in every other byte
 
 
 def head(path: Path, size: int = SNIFF_BYTES) -> bytes:
@@ -78,13 +79,15 @@ def looks_tabular(sample: str) -> bool:
 
 
 def sniff_encoding(path: Path) -> str:
-    """UTF-8 (with or without BOM) and UTF-16 by their marks; anything else as
-    charset-normalizer guesses from the file's first 64 KiB."""
+    """UTF-8 (with or without BOM) and UTF-16 by their marks, UTF-16 without a mark by its
+    zero bytes; anything else as charset-normalizer guesses from the file's first 64 KiB."""
     start = head(path)
     if start.startswith(codecs.BOM_UTF8):
         return "utf-8-sig"
     if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
+    if unmarked := utf16_without_bom(start):
+        return unmarked
     try:
         start.decode("utf-8")
         return "utf-8"
@@ -96,6 +99,21 @@ def sniff_encoding(path: Path) -> str:
         return "cp1252"
     best = charset_normalizer.from_bytes(start).best()
     return best.encoding if best is not None else "utf-8"
+
+
+def utf16_without_bom(sample: bytes) -> str | None:
+    """`utf-16-le` or `-be` when one byte of every pair is mostly zero and the other almost
+    never is. Zero bytes are valid UTF-8, so such a file would otherwise be read as UTF-8
+    text with a NUL between letters (and fail on its field count)."""
+    pairs = len(sample) // 2
+    if pairs < 2:
+        return None
+    even, odd = sample[0 : 2 * pairs : 2].count(0), sample[1 : 2 * pairs : 2].count(0)
+    if odd >= pairs * UTF16_ZERO_RATIO and even <= pairs * 0.05:
+        return "utf-16-le"
+    if even >= pairs * UTF16_ZERO_RATIO and odd <= pairs * 0.05:
+        return "utf-16-be"
+    return None
 
 
 def looks_western(sample: bytes) -> bool:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 SAMPLE_VALUES = 3
 SAMPLE_CHARS = 40
+SHOWN_NAME_CHARS = 200  # a longer column name is cut in the prompt (and then matched by name similarity)
 SIMILARITY_THRESHOLD = 80.0
 SUBSET_WEIGHT = 0.9  # "total" in "Total (EUR)": likely, but an exact name wins
 DESCRIPTION_WEIGHT = 0.85  # a column named like words of a field's description is a weaker hint than its name
@@ -56,11 +57,19 @@ class FieldMapping:
         return {"method": self.method, "fields": self.fields, "note": self.note}
 
 
-def describe_columns(columns: Sequence[str], samples: Sequence[Sequence[Any]]) -> str:
-    lines = []
+def describe_columns(columns: Sequence[str], samples: Sequence[Sequence[Any]], budget: int) -> str:
+    """Each column with its first values, in at most `budget` characters: a file with
+    thousands of columns or huge names is shown in part, never sent whole to the model."""
+    lines: list[str] = []
+    used = 0
     for i, column in enumerate(columns):
         values = [str(row[i])[:SAMPLE_CHARS] for row in samples if i < len(row) and row[i] not in (None, "")]
-        lines.append(f"- {column}: {', '.join(values[:SAMPLE_VALUES]) or '(empty)'}")
+        line = f"- {column[:SHOWN_NAME_CHARS]}: {', '.join(values[:SAMPLE_VALUES]) or '(empty)'}"
+        if used + len(line) > budget:
+            lines.append(f"- ... and {len(columns) - i} more columns, not shown")
+            break
+        lines.append(line)
+        used += len(line) + 1
     return "\n".join(lines)
 
 
@@ -77,11 +86,12 @@ async def map_columns(
     columns: Sequence[str],
     samples: Sequence[Sequence[Any]],
     file_name: str,
+    prompt_chars: int,
 ) -> FieldMapping:
     messages = prompts.get("ingest_mapping").render(
         description=description or "(none given)",
         fields=describe_fields(schema),
-        columns=describe_columns(columns, samples),
+        columns=describe_columns(columns, samples, prompt_chars),
         file_name=file_name,
     )
     try:

@@ -30,6 +30,7 @@ from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
 from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.formats import TABULAR, Format, detect_format
+from datawell.ingest.limits import FileLimits, check_archive
 from datawell.ingest.mapping import map_columns
 from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
 from datawell.ingest.tabular import Limits, open_table, sample_rows
@@ -92,9 +93,13 @@ class Ingest:
         self.batch_rows = settings.ingest_batch_rows
         self.embed = settings.ingest_embed_rows
         self.limits = Limits(
-            settings.ingest_max_header_chars, settings.ingest_max_field_chars, settings.ingest_max_columns
+            settings.ingest_max_header_chars,
+            settings.ingest_max_field_chars,
+            settings.ingest_max_columns,
+            settings.ingest_max_json_depth,
         )
         self.total_bytes = attempt.expected_total_bytes
+        self.file_limits = FileLimits.of(settings)
         self.mapping: dict[str, Any] = dict(attempt.mapping or {})
 
     async def run(self) -> Outcome:
@@ -130,6 +135,8 @@ class Ingest:
             raise IngestionFailed("the uploaded file is no longer in the object store; upload it again") from None
         self.total_bytes = source.stat().st_size
         fmt = await asyncio.to_thread(detect_format, source, self.attempt.name)
+        if fmt == "xlsx":
+            await asyncio.to_thread(check_archive, source, self.file_limits)
         if fmt in TABULAR:
             structured = await self.structure_table(source, fmt)
         else:
@@ -157,6 +164,7 @@ class Ingest:
             columns=table.columns,
             samples=samples,
             file_name=self.attempt.name,
+            prompt_chars=self.file_limits.prompt_chars,
         )
         await self.record(format=fmt, columns=table.columns, **mapping.record())
         if not mapping.mapped:
@@ -176,7 +184,7 @@ class Ingest:
         spool_path = self.workdir / "records.jsonl"
         passages = records = 0
         with spool_path.open("w", encoding="utf-8") as spool:
-            async for chunk in pull(chunks(source, fmt)):
+            async for chunk in pull(chunks(source, fmt, self.file_limits)):
                 await self.tracker.progress(
                     min(chunk.position, self.total_bytes), 0, f"extracting records with the model ({chunk.label})"
                 )
@@ -274,7 +282,10 @@ class Ingest:
 INFERRING = "reading the file to infer column types (first ingestion of this dataset)"
 
 
-async def discard(services: Services, dataset: Dataset, ingestion_id: str) -> None:
-    """Remove what an attempt staged: its staging table and its vectors."""
+async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, published: bool = False) -> None:
+    """Remove what an attempt staged: its staging table and its vectors; with `published`,
+    also the rows it published (it was cancelled while publishing)."""
     await services.rows.discard(dataset, ingestion_id)
+    if published:
+        await services.rows.unpublish(dataset, ingestion_id)
     await services.vectors.delete(ROWS, dataset.id, ingestion_id=ingestion_id)

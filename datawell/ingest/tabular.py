@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.formats import Format, head, sniff_encoding, undecodable
+from datawell.ingest.limits import nested_too_deeply, too_deep
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
 MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item may be this large
@@ -29,6 +30,7 @@ class Limits:
     header_chars: int = 1024 * 1024
     field_chars: int = 16 * 1024 * 1024
     columns: int = 10_000
+    json_depth: int = 64  # how deep one JSON record may nest (DATAWELL_INGEST_MAX_JSON_DEPTH)
 
 
 DEFAULT_LIMITS = Limits()
@@ -64,9 +66,9 @@ def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
 
         return CsvTable(path, "\t" if fmt == "tsv" else None, limits)
     if fmt == "json":
-        return JsonTable(path)
+        return JsonTable(path, max_depth=limits.json_depth)
     if fmt == "jsonl":
-        return JsonTable(path, lines=True)
+        return JsonTable(path, lines=True, max_depth=limits.json_depth)
     if fmt == "parquet":
         return ParquetTable(path)
     if fmt == "xlsx":
@@ -105,9 +107,10 @@ class JsonTable:
 
     unit = "line"
 
-    def __init__(self, path: Path, *, lines: bool = False) -> None:
+    def __init__(self, path: Path, *, lines: bool = False, max_depth: int = DEFAULT_LIMITS.json_depth) -> None:
         self.path = path
         self.encoding = sniff_encoding(path)
+        self.max_depth = max_depth
         self.mode = "lines" if lines else self._mode()
         keys: dict[str, None] = {}
         for n, (_line, record, _position) in enumerate(self.records()):
@@ -130,6 +133,8 @@ class JsonTable:
         try:
             json.loads(text.splitlines()[0])
             return "lines"
+        except RecursionError:
+            raise nested_too_deeply("line 1", self.max_depth) from None
         except json.JSONDecodeError:
             if self.path.stat().st_size > MAX_ITEM_CHARS:
                 raise IngestionFailed(
@@ -142,13 +147,19 @@ class JsonTable:
         with self.path.open("rb") as raw:
             text = io.TextIOWrapper(raw, encoding=self.encoding)
             readers = {"array": json_array, "lines": json_lines, "document": json_document}
+            line = 0
             try:
                 for line, item in readers[self.mode](text):
                     if not isinstance(item, dict):
                         raise IngestionFailed(f"line {line}: expected a JSON object, found {type(item).__name__}")
+                    if too_deep(item, self.max_depth):
+                        raise nested_too_deeply(f"line {line}", self.max_depth)
                     yield line, item, raw.tell()
             except UnicodeDecodeError:
                 raise undecodable(self.encoding, "the file") from None
+            except RecursionError:  # deeper than Python's parser goes: far past any limit
+                where = f"the record after line {line}" if line else "the first record"
+                raise nested_too_deeply(where, self.max_depth) from None
 
     def batches(self, size: int) -> Iterator[Batch]:
         columns = self.columns

@@ -6,8 +6,15 @@ workers never take the same attempt. A worker holds a lease on its attempt, rene
 progress write and by a heartbeat; an attempt whose lease expired (its worker died) is
 claimed again, and the new worker starts from an empty stage.
 
+A worker runs up to `worker_concurrency` attempts at once, so one slow file never holds up
+the others; the queue hands out only the oldest active attempt of each dataset, so the
+attempts of one dataset still run one after another, in order. Each attempt has a time
+budget (`ingest_attempt_seconds`): past it the attempt fails, naming the stage it was in.
+
 Every `upload_sweep_seconds` a worker also aborts the open uploads abandoned a day past
-their expiry, deleting their parts (`storage.uploads.sweep_abandoned`)."""
+their expiry and deletes parts left behind by closed ones (`storage.uploads`); at start and
+every `work_sweep_seconds` it removes the work folders of attempts no worker runs any more
+(`ingest.sweeps`)."""
 
 from __future__ import annotations
 
@@ -15,11 +22,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import socket
-import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,10 +35,11 @@ from sqlalchemy import select
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.pipeline import AttemptStopped, Ingest, discard
+from datawell.ingest.sweeps import sweep_work, work_folder
 from datawell.services import Services
 from datawell.storage import ingestions
 from datawell.storage.tables import Dataset, Ingestion
-from datawell.storage.uploads import sweep_abandoned
+from datawell.storage.uploads import sweep_abandoned, sweep_closed_parts
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +61,7 @@ class Lease:
         self.worker = worker
         self.length = timedelta(seconds=services.settings.worker_lease_seconds)
         self.lost = False
+        self.stage = "waiting to start"  # the last progress message: what the attempt is doing
 
     async def _advance(self, **values: Any) -> None:
         if self.lost:
@@ -67,22 +76,38 @@ class Lease:
         values: dict[str, Any] = {"processed_bytes": processed_bytes, "processed_rows": processed_rows}
         if message is not None:
             values["status_message"] = message
+            self.stage = message
         await self._advance(**values)
 
     async def record_mapping(self, mapping: dict[str, Any]) -> None:
         await self._advance(mapping=mapping)
 
-    async def heartbeat(self) -> None:
-        """Renew the lease while the pipeline is busy between writes (a long model call)."""
+    async def heartbeat(self, on_lost: Callable[[], None]) -> None:
+        """Renew the lease while the pipeline is busy between writes (a long model call or
+        parse); when the attempt turns out cancelled or taken over, call `on_lost` at once
+        instead of waiting for the pipeline's next write."""
         interval = max(self.length.total_seconds() / 3, 0.05)
         while not self.lost:
             await asyncio.sleep(interval)
             try:
                 await self._advance()
             except AttemptStopped:
+                on_lost()
                 return
             except Exception:  # a database hiccup: the next beat or progress write tries again
                 log.warning("lease renewal for ingestion %s failed", self.ingestion_id, exc_info=True)
+
+
+def stop_now(deadline: asyncio.Timeout) -> None:
+    with contextlib.suppress(RuntimeError):  # the attempt has already left its deadline's block
+        deadline.reschedule(asyncio.get_running_loop().time())
+
+
+def out_of_time(seconds: float, stage: str) -> str:
+    return (
+        f"the ingestion ran out of its time budget of {seconds:g} seconds (DATAWELL_INGEST_ATTEMPT_SECONDS) "
+        f"while {stage}; split the file, or raise the budget and retry it"
+    )
 
 
 class Worker:
@@ -91,22 +116,43 @@ class Worker:
         self.name = name or worker_name()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Claim and run attempts until `stop` is set; idle, poll every `worker_poll_seconds`."""
+        """Claim and run attempts, up to `worker_concurrency` at once, until `stop` is set;
+        with every slot busy or the queue empty, look again every `worker_poll_seconds` or
+        as soon as an attempt ends."""
         log.info("ingestion worker %s started", self.name)
-        next_sweep = time.monotonic()
-        while not stop.is_set():
-            try:
-                if time.monotonic() >= next_sweep:
-                    next_sweep = time.monotonic() + self.services.settings.upload_sweep_seconds
-                    if aborted := await sweep_abandoned(self.services.db, self.services.objects):
-                        log.info("aborted %d abandoned uploads", aborted)
-                found = await self.run_once()
-            except Exception:  # the database is unreachable: keep trying, do not die
-                log.exception("ingestion worker %s could not claim work", self.name)
-                found = None
-            if found is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.services.settings.worker_poll_seconds)
+        settings = self.services.settings
+        running: set[asyncio.Task[None]] = set()
+        next_upload_sweep = next_work_sweep = time.monotonic()
+        try:
+            while not stop.is_set():
+                try:
+                    if time.monotonic() >= next_upload_sweep:
+                        next_upload_sweep = time.monotonic() + settings.upload_sweep_seconds
+                        await self.sweep_uploads()
+                    if time.monotonic() >= next_work_sweep:
+                        next_work_sweep = time.monotonic() + settings.work_sweep_seconds
+                        await sweep_work(self.services.db, self.workspace())
+                    while len(running) < settings.worker_concurrency and (claimed := await self.claim()):
+                        running.add(asyncio.create_task(self.process(*claimed)))
+                except Exception:  # the database is unreachable: keep trying, do not die
+                    log.exception("ingestion worker %s could not claim work", self.name)
+                stopping = asyncio.ensure_future(stop.wait())
+                done, _ = await asyncio.wait(
+                    {stopping, *running}, timeout=settings.worker_poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                )
+                stopping.cancel()
+                running -= done
+        finally:
+            # Shutting down: each running attempt goes back to the queue (see `process`).
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def sweep_uploads(self) -> None:
+        if aborted := await sweep_abandoned(self.services.db, self.services.objects):
+            log.info("aborted %d abandoned uploads", aborted)
+        if deleted := await sweep_closed_parts(self.services.db, self.services.objects):
+            log.info("deleted the parts left behind by %d closed uploads", deleted)
 
     async def claim(self) -> tuple[Ingestion, Dataset] | None:
         lease = timedelta(seconds=self.services.settings.worker_lease_seconds)
@@ -128,53 +174,76 @@ class Worker:
 
     async def process(self, attempt: Ingestion, dataset: Dataset) -> None:
         lease = Lease(self.services, attempt.id, self.name)
-        heartbeat = asyncio.create_task(lease.heartbeat())
+        budget = self.services.settings.ingest_attempt_seconds
+        # The attempt's deadline; a lost lease moves it to now, so the pipeline stops at once.
+        deadline = asyncio.timeout(budget)
+        heartbeat = asyncio.create_task(lease.heartbeat(lambda: stop_now(deadline)))
+        workdir = work_folder(self.workspace(), attempt.id, self.name)
         log.info("worker %s runs ingestion %s (%s)", self.name, attempt.id, attempt.name)
         try:
-            with tempfile.TemporaryDirectory(prefix="ingest-", dir=self.workspace()) as workdir:
-                outcome = await Ingest(self.services, attempt, dataset, lease, Path(workdir)).run()
-            await self.finish(
+            workdir.mkdir()
+            async with deadline:
+                outcome = await Ingest(self.services, attempt, dataset, lease, workdir).run()
+            done = await self.finish(
                 attempt,
                 ingestions.SUCCEEDED,
                 outcome.message,
                 processed_rows=outcome.rows,
                 processed_bytes=attempt.expected_total_bytes,
             )
+            if not done:  # cancelled (or taken over) while it published
+                await self.stopped(attempt, dataset)
         except AttemptStopped:
             await self.stopped(attempt, dataset)
         except IngestionFailed as exc:
             await discard(self.services, dataset, attempt.id)
             await self.finish(attempt, ingestions.FAILED, exc.message)
+        except TimeoutError:
+            # A stage still running in a thread cannot be interrupted; it ends on its own and
+            # its results are discarded with the attempt.
+            if lease.lost:
+                await self.stopped(attempt, dataset)
+            elif deadline.expired():
+                await discard(self.services, dataset, attempt.id)
+                await self.finish(attempt, ingestions.FAILED, out_of_time(budget, lease.stage))
+            else:
+                await self.failed_internally(attempt, dataset)
         except asyncio.CancelledError:
             # Shutting down: hand the attempt back so another worker takes it at once.
             async with self.services.db.session() as session:
                 await ingestions.release(session, attempt.id, self.name)
             raise
         except Exception:
-            log.exception("ingestion %s failed", attempt.id)
-            await discard(self.services, dataset, attempt.id)
-            await self.finish(attempt, ingestions.FAILED, INTERNAL_FAILURE)
+            await self.failed_internally(attempt, dataset)
         finally:
             heartbeat.cancel()
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
+
+    async def failed_internally(self, attempt: Ingestion, dataset: Dataset) -> None:
+        log.exception("ingestion %s failed", attempt.id)
+        await discard(self.services, dataset, attempt.id)
+        await self.finish(attempt, ingestions.FAILED, INTERNAL_FAILURE)
 
     def workspace(self) -> Path:
         folder = self.services.settings.data_dir / "work"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    async def finish(self, attempt: Ingestion, status: str, message: str, **values: Any) -> None:
+    async def finish(self, attempt: Ingestion, status: str, message: str, **values: Any) -> bool:
         async with self.services.db.session() as session:
             done = await ingestions.finish(session, attempt.id, self.name, status, message, **values)
         if done:
             log.info("ingestion %s %s: %s", attempt.id, status, message)
+        return done
 
     async def stopped(self, attempt: Ingestion, dataset: Dataset) -> None:
         """The attempt is no longer ours. If it was cancelled nobody else will clean up after
-        it; if another worker took it over, its stage is that worker's now: leave it."""
+        it, so its staged and (if it got that far) published rows go; if another worker took
+        it over, its stage is that worker's now: leave it."""
         async with self.services.db.session() as session:
             status = await ingestions.status_of(session, attempt.id)
         if status == ingestions.CANCELLED:
-            await discard(self.services, dataset, attempt.id)
+            await discard(self.services, dataset, attempt.id, published=True)
         log.info("worker %s stopped ingestion %s (now %s)", self.name, attempt.id, status)
 
 

@@ -3,10 +3,12 @@ another user `read` or `write` on one namespace. Every layer asks here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import Select, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import Forbidden, NotFound
@@ -96,11 +98,32 @@ async def require(session: AsyncSession, user: User, namespace: NamespaceRef, wa
         raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
 
 
+def access_query(user: User, owner: str, name: str) -> Select[str, str | None]:
+    """The namespace `owner/name` and the user's grant on it (null when none), in one row;
+    callers add the columns of what they read from it, so access and data come in one query."""
+    return (
+        select(Namespace.id, Grant.permission)
+        .join(User, User.id == Namespace.owner_id)
+        .outerjoin(Grant, (Grant.namespace_id == Namespace.id) & (Grant.user_id == user.id))
+        .where(User.username == owner, Namespace.name == name)
+    )
+
+
+def granted(user: User, owner: str, name: str, row: Sequence[Any] | None, wanted: Permission) -> NamespaceRef:
+    """The namespace from a row of `access_query`: 404 if there was none, 403 if `user` lacks `wanted`."""
+    if row is None:
+        raise NotFound(f"namespace {owner}/{name} does not exist")
+    namespace = NamespaceRef(id=row[0], owner=owner, name=name)
+    held = Permission.WRITE if owner == user.username else (None if row[1] is None else Permission(row[1]))
+    if not allows(held, wanted):
+        raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
+    return namespace
+
+
 async def authorize(session: AsyncSession, user: User, owner: str, name: str, wanted: Permission) -> NamespaceRef:
     """The namespace `owner/name` if `user` holds `wanted` on it: 404 if it does not exist, 403 if not allowed."""
-    namespace = await namespace_named(session, owner, name)
-    await require(session, user, namespace, wanted)
-    return namespace
+    row = (await session.execute(access_query(user, owner, name))).one_or_none()
+    return granted(user, owner, name, row, wanted)
 
 
 async def readable_namespaces(session: AsyncSession, user: User) -> list[NamespaceRef]:

@@ -66,5 +66,12 @@ class Database:
         async with self.sessions() as session, session.begin():
             yield session
 
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        """A session for reading only: no transaction is begun or committed explicitly, which
+        saves a round trip per request on the hot read paths (token check, listings)."""
+        async with self.sessions() as session:
+            yield session
+
     async def close(self) -> None:
         await self.engine.dispose()

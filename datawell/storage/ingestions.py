@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from datawell.errors import Conflict
 from datawell.storage.tables import Dataset, Ingestion, User, utcnow
@@ -47,6 +48,20 @@ def _claimable(now: datetime) -> Any:
     )
 
 
+def _first_of_its_dataset() -> Any:
+    """No older attempt of the same dataset is queued or running: a dataset's attempts run
+    one at a time, in the order they were created, however many workers there are."""
+    older = aliased(Ingestion)
+    return ~exists().where(
+        older.dataset_id == Ingestion.dataset_id,
+        older.status.in_(ACTIVE),
+        or_(
+            older.created_at < Ingestion.created_at,
+            and_(older.created_at == Ingestion.created_at, older.id < Ingestion.id),
+        ),
+    )
+
+
 async def claim(session: AsyncSession, worker: str, lease: timedelta) -> Ingestion | None:
     """Take the oldest claimable attempt for `worker`, or None when there is none.
 
@@ -55,7 +70,12 @@ async def claim(session: AsyncSession, worker: str, lease: timedelta) -> Ingesti
     on SQLite writes are serialised and the repeated condition in the UPDATE makes the
     loser of a race match nothing."""
     now = utcnow()
-    pick = select(Ingestion.id).where(_claimable(now)).order_by(Ingestion.created_at, Ingestion.id).limit(1)
+    pick = (
+        select(Ingestion.id)
+        .where(_claimable(now), _first_of_its_dataset())
+        .order_by(Ingestion.created_at, Ingestion.id)
+        .limit(1)
+    )
     if session.get_bind().dialect.name == "postgresql":
         pick = pick.with_for_update(skip_locked=True)
     claimed = (
@@ -198,3 +218,17 @@ async def embedding_incomplete(session: AsyncSession, dataset_ids: list[str]) ->
         if (mapping or {}).get("published") is not None or (state and not state.get("complete")):
             incomplete.add(dataset_id)
     return incomplete
+
+
+async def cancel(session: AsyncSession, ingestion: Ingestion, message: str) -> None:
+    """Cancel one queued or running attempt (409 otherwise); its worker stops at once (the
+    lease's next beat) and removes what it staged."""
+    result = await session.execute(
+        update(Ingestion)
+        .where(Ingestion.id == ingestion.id, Ingestion.status.in_(ACTIVE))
+        .values(status=CANCELLED, status_message=message, lease_expires_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        current = await status_of(session, ingestion.id)
+        raise Conflict(f"ingestion {ingestion.id} is {current}; only a QUEUED or RUNNING ingestion can be cancelled")

@@ -72,6 +72,10 @@ class ObjectStore(Protocol):
         """Delete every stored part of the upload (no error if there are none)."""
         ...
 
+    async def multipart_ids(self) -> list[str]:
+        """The ids of every multipart upload the store holds parts or a session for."""
+        ...
+
 
 class LocalObjectStore:
     """Objects are files under `root`; parts of open uploads are files under `parts_root`
@@ -257,6 +261,12 @@ class LocalObjectStore:
     async def abort_multipart(self, key: str, upload_id: str) -> None:
         await asyncio.to_thread(shutil.rmtree, self.upload_dir(upload_id), True)
 
+    async def multipart_ids(self) -> list[str]:
+        def listed() -> list[str]:
+            return [p.name for p in self.parts_root.iterdir() if p.is_dir()] if self.parts_root.is_dir() else []
+
+        return await asyncio.to_thread(listed)
+
 
 def part_size_error(number: int, expected: int, received: int) -> InvalidInput:
     got = f"more than {expected}" if received > expected else str(received)
@@ -366,6 +376,13 @@ class S3ObjectStore:
         except Exception as exc:
             if error_code(exc) not in {"NoSuchUpload", "404"}:
                 raise
+
+    async def multipart_ids(self) -> list[str]:
+        def list_all() -> list[str]:
+            paginator = self.client.get_paginator("list_multipart_uploads")
+            return [u["UploadId"] for page in paginator.paginate(Bucket=self.bucket) for u in page.get("Uploads", [])]
+
+        return await asyncio.to_thread(list_all)
 
 
 def error_code(exc: Exception) -> str | None:

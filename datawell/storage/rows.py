@@ -173,6 +173,15 @@ class RowStore:
         async with self.engine.begin() as connection:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
 
+    async def unpublish(self, dataset: Dataset, ingestion_id: str) -> int:
+        """Delete the published rows of one ingestion (cancelled as it published); how many."""
+        table = self.table(dataset)
+        async with self.engine.begin() as connection:
+            if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+                return 0
+            result = await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
+        return int(result.rowcount or 0)
+
     async def clear(self, dataset: Dataset) -> int:
         """Delete every row of the dataset; returns how many."""
         table = self.table(dataset)

@@ -73,7 +73,7 @@ class TokenAuthority:
             raise Unauthorized("the bearer token has expired") from None
         except jwt.PyJWTError:
             raise Unauthorized("the bearer token is invalid") from None
-        async with self.db.session() as session:
+        async with self.db.read() as session:
             user = await active_token_user(session, claims["jti"])
         if user is None:
             raise Unauthorized("the bearer token has been revoked or is unknown")

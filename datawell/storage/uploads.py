@@ -194,3 +194,20 @@ async def sweep_abandoned(db: Database, objects: ObjectStore, now: datetime | No
             continue
         aborted += 1
     return aborted
+
+
+async def sweep_closed_parts(db: Database, objects: ObjectStore) -> int:
+    """Delete the parts the store still holds for uploads that are closed: a part PUT still
+    in flight when its upload was aborted or completed can land after the parts were
+    deleted. How many uploads had such leftovers. Uploads the database does not know are
+    left alone (prepare opens the store's upload just before it records it)."""
+    held = await objects.multipart_ids()
+    if not held:
+        return 0
+    closed = (UploadStatus.ABORTED.value, UploadStatus.COMPLETED.value)
+    async with db.session() as session:
+        found = (await session.execute(select(Upload).where(Upload.id.in_(held), Upload.status.in_(closed)))).scalars()
+        uploads = list(found)
+    for upload in uploads:
+        await objects.abort_multipart(upload.key, upload.id)
+    return len(uploads)

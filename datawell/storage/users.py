@@ -69,16 +69,16 @@ async def revoke_token(session: AsyncSession, token_id: str) -> Token:
 
 
 async def active_token_user(session: AsyncSession, token_id: str) -> User | None:
-    """The user of a token that exists, is not revoked and has not expired."""
+    """The user of a token that exists, is not revoked and has not expired: one indexed
+    lookup per request, so a revocation takes effect at the next request."""
     row = (
-        await session.execute(select(Token, User).join(User, User.id == Token.user_id).where(Token.id == token_id))
-    ).one_or_none()
-    if row is None:
-        return None
-    token, user = row
-    if token.revoked_at is not None or token.expires_at <= utcnow():
-        return None
-    return user
+        await session.execute(
+            select(User)
+            .join(Token, Token.user_id == User.id)
+            .where(Token.id == token_id, Token.revoked_at.is_(None), Token.expires_at > utcnow())
+        )
+    ).scalar_one_or_none()
+    return row
 
 
 async def list_tokens(session: AsyncSession, user: User) -> list[Token]:

@@ -12,7 +12,7 @@ from typing import Any
 from datawell.errors import QueryError, SubError
 from datawell.storage.tables import Dataset
 from datawell.tools.catalog import TableInfo
-from datawell.tools.checker import ID_COLUMN, SCORE_COLUMN, CompiledQuery
+from datawell.tools.checker import ID_COLUMN, NAIVE_TIMESTAMP, SCORE_COLUMN, CompiledQuery
 from datawell.tools.sandbox import Refusal
 
 
@@ -68,16 +68,18 @@ def result_row(compiled: CompiledQuery, columns: list[str], record: Sequence[Any
 
 def json_value(value: Any, kind: str | None = None) -> Any:
     """A database value as JSON, alike on every store (SQLite returns booleans as 0/1 and
-    timestamps as text)."""
+    timestamps as text, in UTC)."""
     if value is None:
         return None
     if kind == "boolean" and isinstance(value, int):
         return bool(value)
-    if kind == "timestamp" and isinstance(value, str):
+    if kind in ("timestamp", NAIVE_TIMESTAMP) and isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
             return value
+        if kind == NAIVE_TIMESTAMP:
+            return value.replace(tzinfo=None).isoformat()
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
     if isinstance(value, Decimal):
         exponent = value.as_tuple().exponent

@@ -22,7 +22,7 @@ from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
 from datawell.storage.objects import LocalObjectStore
 from datawell.storage.tables import Ingestion, Upload, utcnow
-from datawell.storage.uploads import ABANDONED_AFTER, COMPLETING_LEASE, sweep_abandoned
+from datawell.storage.uploads import ABANDONED_AFTER, COMPLETING_LEASE, sweep_abandoned, sweep_closed_parts
 from tests.conftest import Account
 
 PART = 8388608
@@ -465,3 +465,57 @@ async def test_a_running_worker_sweeps(client, outside, services: Services, alic
             await asyncio.sleep(0.1)
     assert (await upload_row(services, old["uploadId"])).status == "ABORTED"
     assert await parts_left(services, old["key"], old["uploadId"]) is None
+
+
+async def test_parts_left_behind_by_a_closed_upload_are_swept(
+    client, outside, services: Services, alice: Account, orders
+) -> None:
+    """A part PUT still in flight when its upload was aborted can land after the abort
+    deleted the parts; here the abort's deletion is skipped to leave such a part."""
+    closed = (await prepare(client, alice, 10)).json()
+    still_open = (await prepare(client, alice, 10)).json()
+    for prepared in (closed, still_open):
+        await send_all(client, outside, prepared, b"0123456789")
+    await set_upload(services, closed["uploadId"], status="ABORTED")
+
+    assert await sweep_closed_parts(services.db, services.objects) == 1
+    assert await parts_left(services, closed["key"], closed["uploadId"]) is None
+    assert await parts_left(services, still_open["key"], still_open["uploadId"]) == 1
+    assert await sweep_closed_parts(services.db, services.objects) == 0
+
+
+async def test_a_client_leaving_mid_part_is_no_service_error(
+    client, service, services: Services, alice: Account, orders, backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    if backend == "s3":
+        return  # S3 serves its part URLs itself
+    prepared = (await prepare(client, alice, 10)).json()
+    target = urlsplit(prepared["presignedUrls"][0]["url"])
+    messages = [
+        {"type": "http.request", "body": b"01234", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "PUT",
+        "scheme": "http",
+        "path": target.path,
+        "raw_path": target.path.encode(),
+        "query_string": target.query.encode(),
+        "headers": [(b"host", b"testserver"), (b"content-length", b"10")],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
+    await service.asgi(scope, receive, send)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert await parts_left(services, prepared["key"], prepared["uploadId"]) == 0

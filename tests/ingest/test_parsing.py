@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from datawell.config import Settings
 from datawell.errors import IngestionFailed
 from datawell.ingest import tabular
 from datawell.ingest.documents import chunks
 from datawell.ingest.fieldtypes import CoercionError, Misfit, TypeInference, coerce, coerce_column
 from datawell.ingest.formats import detect_format, sniff_encoding
+from datawell.ingest.limits import FileLimits
 from datawell.ingest.mapping import similarity_mapping
 from datawell.ingest.tabular import open_table
+
+LIMITS = FileLimits.of(Settings())
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -172,7 +176,7 @@ def test_undecodable_bytes_name_the_line(tmp_path: Path) -> None:
 def test_text_chunks_end_at_paragraphs(tmp_path: Path) -> None:
     paragraphs = [f"Paragraph {i}. " + "word " * 40 for i in range(20)]
     path = write(tmp_path, "t.txt", "\n\n".join(paragraphs).encode())
-    found = list(chunks(path, "text", size=1000))
+    found = list(chunks(path, "text", LIMITS, size=1000))
     assert len(found) > 3
     assert all(len(c.text) <= 1000 for c in found)
     assert all(c.text.startswith("Paragraph") for c in found)
@@ -185,9 +189,9 @@ def test_a_pdf_without_text_fails(tmp_path: Path) -> None:
 
     path = write(tmp_path, "scan.pdf", pdf_bytes(["", ""]))
     with pytest.raises(IngestionFailed, match="no text layer"):
-        list(chunks(path, "pdf"))
+        list(chunks(path, "pdf", LIMITS))
     with pytest.raises(IngestionFailed, match="not a readable PDF"):
-        list(chunks(write(tmp_path, "bad.pdf", b"%PDF-1.4 garbage"), "pdf"))
+        list(chunks(write(tmp_path, "bad.pdf", b"%PDF-1.4 garbage"), "pdf", LIMITS))
 
 
 def test_column_coercion_fast_and_slow_paths_agree() -> None:

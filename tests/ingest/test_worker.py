@@ -170,8 +170,10 @@ async def test_two_workers_racing_for_one_job_only_one_wins(client, services: Se
 
 
 async def test_many_workers_many_jobs_each_job_claimed_once(client, services: Services, alice: Account) -> None:
-    await create_dataset(client, alice)
-    jobs = {await upload(services, "alice", f"o{i}.csv", orders_csv(2)) for i in range(5)}
+    jobs = set()
+    for i in range(5):  # one dataset each: the attempts of one dataset run one after another
+        await create_dataset(client, alice, f"d{i}")
+        jobs.add(await upload(services, "alice", f"o{i}.csv", orders_csv(2), f"d{i}"))
     workers = [Worker(services, f"w{i}") for i in range(8)]
     claims = await asyncio.gather(*(w.claim() for w in workers))
     claimed = [c[0] for c in claims if c is not None]

@@ -19,9 +19,15 @@ INTERNAL_FIELDS = ("__id", "__ingestion_id", "__source")
 ID_COLUMN = "__dw_id"  # hidden result columns that become `__metadata.id` / `.score`
 SCORE_COLUMN = "__dw_score"
 RESERVED_PREFIX = "__dw"
+NAIVE_TIMESTAMP = "timestamp without time zone"  # a result column's kind besides the field types
 SEMANTIC = "semantic"
 SCORE_FUNCTION = "__dw_score"  # SQLite: the per-query function (and CTE) behind semantic() number N
-STRPTIME_FUNCTION = "__dw_strptime"  # SQLite: to_date()/to_timestamp(), a function of the query connection
+# SQLite: PostgreSQL functions it lacks, defined as Python functions of each query connection
+STRPTIME_FUNCTION = "__dw_strptime"  # to_date()/to_timestamp()
+INITCAP_FUNCTION = "__dw_initcap"
+LPAD_FUNCTION = "__dw_lpad"
+RPAD_FUNCTION = "__dw_rpad"
+REVERSE_FUNCTION = "__dw_reverse"
 CTE_PREFIX = "__dw_cte"  # every CTE runs under this name plus its number
 # Tables the databases hold besides datasets: row tables and staging tables, the stores' own
 # catalogues, and the metadata (here, LangGraph's checkpointer and Alembic's version table).
@@ -78,7 +84,7 @@ FUNCTION_NAMES = sorted(
 
 ADAPTABLE = (
     exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Left, exp.Right, exp.Concat, exp.Round, exp.StrToDate,
-    exp.StrToTime,
+    exp.StrToTime, exp.Rand, exp.Log, exp.Initcap, exp.Pad, exp.Reverse,
 )  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from datawell.tools.catalog import TableInfo
 from datawell.tools.checker.allowed import (
     DIALECTS,
     ID_COLUMN,
+    NAIVE_TIMESTAMP,
     SCORE_COLUMN,
     CompiledQuery,
     ParsedQuery,
@@ -96,9 +97,8 @@ def _mark_rows(
                     and (isinstance(inner, exp.Star) or inner.table == alias)
                 ):
                     kinds.update(by_physical[source.name].columns)
-        elif id(inner) in resolved:
-            info, exact = resolved[id(inner)]
-            kinds[projection.alias_or_name] = info.columns.get(exact, "text")
+        elif (kind := _kind(inner, resolved)) is not None:
+            kinds[projection.alias_or_name] = kind
     from_ = tree.args.get("from_")
     first = from_.this if from_ is not None else None
     if not isinstance(first, exp.Table) or first.name not in by_physical:
@@ -111,6 +111,27 @@ def _mark_rows(
     if score is not None:
         tree.select(score.as_(SCORE_COLUMN, quoted=True), copy=False)
     return dataset, kinds
+
+
+def _kind(node: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> str | None:
+    """The field type of a result column where the expression tells it: a column's own, or a
+    timestamp the query computes (SQLite returns those as text, in its own spelling).
+    PostgreSQL's `timestamp` (a cast) has no zone, its `timestamptz` (everything else) has."""
+    if id(node) in resolved:
+        info, exact = resolved[id(node)]
+        return info.columns.get(exact, "text")
+    if isinstance(node, exp.Paren):
+        return _kind(node.this, resolved)
+    if isinstance(node, exp.Cast):
+        return {exp.DType.TIMESTAMP: NAIVE_TIMESTAMP, exp.DType.TIMESTAMPTZ: "timestamp"}.get(node.to.this)
+    if isinstance(node, exp.StrToTime | exp.CurrentTimestamp):
+        return "timestamp"
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        return NAIVE_TIMESTAMP if _kind(node.this, resolved) == NAIVE_TIMESTAMP else "timestamp"
+    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        kind = _kind(node.this, resolved)
+        return kind if kind in ("timestamp", NAIVE_TIMESTAMP) else None
+    return None
 
 
 def _cap(tree: exp.Query, row_cap: int) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from datawell.tools.checker.allowed import STRPTIME_FUNCTION
+from datawell.tools.checker.allowed import (
+    INITCAP_FUNCTION,
+    LPAD_FUNCTION,
+    REVERSE_FUNCTION,
+    RPAD_FUNCTION,
+    STRPTIME_FUNCTION,
+)
 
 _EXTRACT_FORMATS = {
     "YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
@@ -14,6 +20,9 @@ _TRUNC_FORMATS = {
     "YEAR": "%Y-01-01 00:00:00", "MONTH": "%Y-%m-01 00:00:00", "DAY": "%Y-%m-%d 00:00:00",
     "HOUR": "%Y-%m-%d %H:00:00", "MINUTE": "%Y-%m-%d %H:%M:00", "SECOND": "%Y-%m-%d %H:%M:%S",
 }  # fmt: skip
+# random() is a 64-bit integer on SQLite: its low 53 bits over 2**53 are a float in [0, 1) like
+# PostgreSQL's, every value exact in a double.
+_RANDOM_BITS = 2**53
 _INTERVAL_UNITS = {
     "YEAR": "years", "MONTH": "months", "DAY": "days", "HOUR": "hours", "MINUTE": "minutes", "SECOND": "seconds",
 }  # fmt: skip
@@ -89,6 +98,8 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
         return exp.Substring(this=node.this, start=exp.Literal.number(1), length=node.expression)
     if isinstance(node, exp.Right):
         return exp.Substring(this=node.this, start=exp.Neg(this=exp.Paren(this=node.expression)))
+    if isinstance(node, exp.ConcatWs):  # a Concat too, but its first value is the separator
+        return _sqlite_concat_ws(node)
     if isinstance(node, exp.Concat):  # PostgreSQL's concat() treats NULL as ''
         parts = [
             exp.Coalesce(this=exp.cast(e, "TEXT", copy=False), expressions=[exp.Literal.string("")])
@@ -98,6 +109,19 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
         for part in parts[1:]:
             joined = exp.DPipe(this=joined, expression=part)
         return exp.Paren(this=joined)
+    if isinstance(node, exp.Rand):
+        bits = exp.BitwiseAnd(this=exp.Rand(), expression=exp.Literal.number(_RANDOM_BITS - 1))
+        return exp.Paren(this=exp.Div(this=exp.Paren(this=bits), expression=exp.Literal.number(f"{_RANDOM_BITS}.0")))
+    if isinstance(node, exp.Initcap):
+        return exp.Anonymous(this=INITCAP_FUNCTION, expressions=[node.this])
+    if isinstance(node, exp.Reverse):
+        return exp.Anonymous(this=REVERSE_FUNCTION, expressions=[node.this])
+    if isinstance(node, exp.Pad):
+        fill = node.args.get("fill_pattern") or exp.Literal.string(" ")
+        name = LPAD_FUNCTION if node.args.get("is_left") else RPAD_FUNCTION
+        return exp.Anonymous(this=name, expressions=[node.this, node.expression, fill])
+    if isinstance(node, exp.EQ | exp.NEQ) and isinstance(node.expression, exp.Any | exp.All):
+        return _sqlite_in(node)
     if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
         modifier = _sqlite_interval(node.expression, "+" if isinstance(node, exp.Add) else "-")
         if modifier is not None:
@@ -105,12 +129,43 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _sqlite_concat_ws(node: exp.ConcatWs) -> exp.Expr:
+    """Each value that is not NULL with the separator before it, joined, minus the first
+    separator: PostgreSQL's concat_ws(), which skips NULLs (SQLite 3.44 has its own)."""
+    separator, *values = node.expressions
+    joined: exp.Expr = exp.Literal.string("")
+    for value in values:
+        piece = exp.DPipe(this=separator.copy(), expression=exp.cast(value, "TEXT", copy=False))
+        joined = exp.DPipe(this=joined, expression=exp.Coalesce(this=piece, expressions=[exp.Literal.string("")]))
+    # A NULL separator makes the start NULL, and so the result, as in PostgreSQL.
+    start = exp.Add(this=exp.Length(this=separator), expression=exp.Literal.number(1))
+    return exp.Substring(this=exp.Paren(this=joined), start=start)
+
+
+def _sqlite_in(node: exp.EQ | exp.NEQ) -> exp.Expr:
+    """`x = ANY (subquery)` is `x IN (subquery)` and `x <> ALL (subquery)` is `x NOT IN
+    (subquery)`, NULLs included; SQLite has only the latter. Other comparisons stay as they
+    are and SQLite refuses them."""
+    quantified = node.expression
+    query = quantified.this
+    if isinstance(query, exp.Select):
+        query = exp.Subquery(this=query)
+    if not isinstance(query, exp.Subquery) or isinstance(node, exp.EQ) != isinstance(quantified, exp.Any):
+        return node
+    contained = exp.In(this=node.this, query=query)
+    return contained if isinstance(node, exp.EQ) else exp.Not(this=exp.Paren(this=contained))
+
+
 def _to_postgres(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _from_sqlite(node, "postgres")
-    # round(double precision, int) does not exist in PostgreSQL; round(numeric, int) does.
+    # round(double precision, int) and log(double precision, double precision) do not exist in
+    # PostgreSQL; round(numeric, int) and log(numeric, numeric) do.
     if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
         node.set("this", exp.cast(node.this, "NUMERIC", copy=False))
+    if isinstance(node, exp.Log) and node.args.get("expression") is not None:
+        node.set("this", exp.cast(node.this, "NUMERIC", copy=False))
+        node.set("expression", exp.cast(node.expression, "NUMERIC", copy=False))
     return node
 
 

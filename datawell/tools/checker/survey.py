@@ -142,8 +142,10 @@ class _Survey:
             if node.this not in ALLOWED_TYPES:
                 name = node.sql(QL_DIALECT)
                 self._refuse(name, "type_not_allowed", f"type {name} is not allowed in a query")
-        elif isinstance(node, ADAPTABLE) or (
-            isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval)
+        elif (
+            isinstance(node, ADAPTABLE)
+            or (isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval))
+            or (isinstance(node, exp.EQ | exp.NEQ) and isinstance(node.expression, exp.Any | exp.All))
         ):
             self.adaptable.append(node)
 

@@ -12,15 +12,13 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from datawell.tools.checker.allowed import CTE_PREFIX
-from datawell.tools.checker.allowed import STRPTIME_FUNCTION as STRPTIME
-from datawell.tools.sandbox import Fetched, Limits, Refusal, collect
+from datawell.tools.sandbox import Fetched, Limits, Refusal, collect, sqlite_functions
 
 POOL_SIZE = 4
 # The progress handler runs every this many virtual-machine steps (roughly a millisecond of
@@ -36,7 +34,8 @@ FUNCTIONS = frozenset(
         "abs", "round", "ceil", "ceiling", "floor", "sign", "pow", "power", "sqrt", "ln", "log", "log10", "exp",
         "trunc", "random", "mod", "lower", "upper", "length", "substr", "substring", "trim", "ltrim", "rtrim", "replace", "instr",
         "coalesce", "ifnull", "nullif", "iif", "like", "glob", "concat", "concat_ws",
-        "date", "time", "datetime", "julianday", "current_date", "current_time", "current_timestamp", "strftime", "unixepoch", "json_each", STRPTIME,
+        "date", "time", "datetime", "julianday", "current_date", "current_time", "current_timestamp", "strftime", "unixepoch", "json_each",
+        *sqlite_functions.NAMES,
     }
 )  # fmt: skip
 _ALWAYS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE}
@@ -80,17 +79,6 @@ class _Guard:
         return 1 if time.monotonic() > self.deadline else 0
 
 
-def _strptime(value: Any, fmt: Any, kind: str) -> str | None:
-    """PostgreSQL's to_date/to_timestamp for SQLite, with the format already in strptime form."""
-    if value is None or fmt is None:
-        return None
-    try:
-        parsed = datetime.strptime(str(value), str(fmt))
-    except ValueError:
-        return None
-    return parsed.date().isoformat() if kind == "date" else parsed.isoformat(" ")
-
-
 class _Connection:
     def __init__(self, connection: aiosqlite.Connection, guard: _Guard) -> None:
         self.connection = connection
@@ -111,7 +99,7 @@ class SqliteSandbox:
             connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
             connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.row_bytes)
             connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-            connection.create_function(STRPTIME, 3, _strptime, deterministic=True)
+            sqlite_functions.register(connection, self.limits.row_bytes)
             # json_each (semantic()'s list of hits) declares its table on first use, which the
             # authorizer would see as a schema change: declare it before the authorizer is on.
             connection.execute("SELECT value FROM json_each('[]')").fetchall()

@@ -1,0 +1,265 @@
+"""Read speed of the API under load: 50 concurrent clients list a namespace's datasets from a
+real `datawell serve` (no model is called) and, in the same run, from a minimal Starlette +
+uvicorn + aiosqlite app that checks a bearer token against its database and reads the same
+rows. The ratio of the two is the figure: the machine's load moves both alike.
+
+    .venv/bin/python -m bench.api                  # 10 s per round, 2 rounds each, alternating
+    .venv/bin/python -m bench.api --seconds 5 --clients 50 --port 18400
+
+Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
+Never run by the test suite."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import aiohttp
+
+SECRET = "bench-secret-bench-secret-bench-secret"
+DATASETS = 10
+FIELDS = {f"field_{i}": f"Field number {i}" for i in range(5)}
+PATH = "/api/v1/datasets/alice/sales"
+
+
+# The peer: what a read endpoint costs with nothing but a bearer check and one query.
+
+
+def minimal_app(database: Path):  # type: ignore[no-untyped-def]
+    import aiosqlite
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    state: dict[str, aiosqlite.Connection] = {}
+
+    async def lifespan(_app: Starlette):  # type: ignore[no-untyped-def]
+        state["db"] = await aiosqlite.connect(database)
+        yield
+        await state["db"].close()
+
+    async def datasets(request: Request) -> JSONResponse:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        db = state["db"]
+        async with db.execute("SELECT username FROM tokens WHERE token = ? AND revoked = 0", (token,)) as cursor:
+            user = await cursor.fetchone()
+        if scheme.lower() != "bearer" or user is None:
+            return JSONResponse({"error_code": "UNAUTHORIZED"}, status_code=401)
+        query = "SELECT id, name, description, schema, created_at FROM datasets WHERE owner = ? AND namespace = ?"
+        params = request.path_params
+        async with db.execute(query + " ORDER BY name", (params["username"], params["namespace"])) as cursor:
+            rows = await cursor.fetchall()
+        data = [
+            {
+                "id": i,
+                "owner": params["username"],
+                "namespace": params["namespace"],
+                "datasetName": name,
+                "dataDescription": description,
+                "schemaDefinition": json.loads(schema),
+                "fieldTypes": {},
+                "createdAt": created,
+                "updatedAt": created,
+            }
+            for i, name, description, schema, created in rows
+        ]
+        return JSONResponse({"data": data})
+
+    return Starlette(routes=[Route("/api/v1/datasets/{username}/{namespace}", datasets)], lifespan=lifespan)
+
+
+def seed_minimal(database: Path, token: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE tokens (token TEXT PRIMARY KEY, username TEXT, revoked INTEGER)")
+        db.execute(
+            "CREATE TABLE datasets (id TEXT PRIMARY KEY, owner TEXT, namespace TEXT, name TEXT, "
+            "description TEXT, schema TEXT, created_at TEXT)"
+        )
+        db.execute("CREATE INDEX datasets_by_namespace ON datasets (owner, namespace, name)")
+        db.execute("INSERT INTO tokens VALUES (?, 'alice', 0)", (token,))
+        for n in range(DATASETS):
+            db.execute(
+                "INSERT INTO datasets VALUES (?, 'alice', 'sales', ?, 'Orders of the web shop', ?, ?)",
+                (f"id-{n}", f"orders_{n}", json.dumps(FIELDS), "2026-11-23T10:00:00Z"),
+            )
+
+
+# Datawell, seeded through its own services before `datawell serve` starts.
+
+
+def datawell_env(folder: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DATAWELL_DATA_DIR": str(folder),
+        "DATAWELL_JWT_SECRET": SECRET,
+        "DATAWELL_EMBEDDINGS_ENABLED": "false",
+        "DATAWELL_EMBEDDED_MODEL_ENABLED": "false",
+        "DATAWELL_MODEL": "openai/never-called",
+        "HF_HUB_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+async def seed_datawell(folder: Path) -> str:
+    from datawell.app import Overrides, build_services
+    from datawell.config import Settings
+    from datawell.llm.embeddings import HashingEmbedder
+    from datawell.llm.models import FixedChatModels
+    from datawell.llm.scripted import ScriptedChatModel
+    from datawell.storage.access import ensure_namespace
+    from datawell.storage.datasets import create_dataset
+    from datawell.storage.users import create_user
+
+    settings = Settings(data_dir=folder, jwt_secret=SECRET, embeddings_enabled=False, embedded_model_enabled=False)
+    overrides = Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
+    services = await build_services(settings, overrides)
+    try:
+        async with services.db.session() as session:
+            user = await create_user(session, "alice")
+            namespace = await ensure_namespace(session, user, "sales")
+            for n in range(DATASETS):
+                await create_dataset(session, namespace, f"orders_{n}", "Orders of the web shop", FIELDS, user)
+        _token, encoded = await services.tokens.issue("alice", timedelta(hours=2))
+        return encoded
+    finally:
+        await services.close()
+
+
+def start(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    import socket
+
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"the server on port {port} did not start")
+
+
+# The load: `clients` loops, each sending its next request as soon as the last one answered.
+
+
+async def load(url: str, token: str, clients: int, seconds: float) -> tuple[float, list[float], int]:
+    headers = {"Authorization": f"Bearer {token}"}
+    latencies: list[float] = []
+    errors = 0
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
+        async with http.get(url) as first:
+            assert first.status == 200, await first.text()
+            assert len((await first.json())["data"]) == DATASETS
+        end = time.monotonic() + seconds
+
+        async def client() -> None:
+            nonlocal errors
+            while time.monotonic() < end:
+                began = time.perf_counter()
+                async with http.get(url) as response:
+                    await response.read()
+                    if response.status != 200:
+                        errors += 1
+                latencies.append(time.perf_counter() - began)
+
+        started = time.monotonic()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        elapsed = time.monotonic() - started
+    return len(latencies) / elapsed, latencies, errors
+
+
+def summary(name: str, rate: float, latencies: list[float], errors: int) -> str:
+    ordered = sorted(latencies)
+    p50 = statistics.median(ordered) * 1000
+    p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
+    return f"{name:<10} {rate:8.0f} req/s   p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   errors {errors}"
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def bench(args: argparse.Namespace) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="robust-bench-api-"))
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        token = await seed_datawell(folder / "datawell")
+        seed_minimal(folder / "minimal.db", token)
+        env = datawell_env(folder / "datawell")
+        datawell_port, minimal_port = args.port, args.port + 1
+        processes.append(
+            start(
+                [sys.executable, "-m", "datawell", "serve", "--host", "127.0.0.1", "--port", str(datawell_port)],
+                env,
+                datawell_port,
+            )
+        )
+        processes.append(
+            start(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.api",
+                    "minimal",
+                    "--port",
+                    str(minimal_port),
+                    "--db",
+                    str(folder / "minimal.db"),
+                ],
+                env,
+                minimal_port,
+            )
+        )
+        targets = {
+            "datawell": f"http://127.0.0.1:{datawell_port}{PATH}",
+            "minimal": f"http://127.0.0.1:{minimal_port}{PATH}",
+        }
+        rates: dict[str, list[float]] = {name: [] for name in targets}
+        print(f"{args.clients} clients, {args.seconds:g} s per round, load average before: {load_average()}")
+        for round_number in range(1, args.rounds + 1):
+            for name, url in targets.items():
+                rate, latencies, errors = await load(url, token, args.clients, args.seconds)
+                rates[name].append(rate)
+                print(f"round {round_number}  " + summary(name, rate, latencies, errors))
+        datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in targets)
+        print(f"minimal / datawell: {minimal_rate / datawell_rate:.2f}x   (load average after: {load_average()})")
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal"])
+    parser.add_argument("--port", type=int, default=18400)
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    if args.role == "minimal":
+        import uvicorn
+
+        uvicorn.run(minimal_app(args.db), host="127.0.0.1", port=args.port, log_level="warning")
+    else:
+        asyncio.run(bench(args))
+
+
+if __name__ == "__main__":
+    main()

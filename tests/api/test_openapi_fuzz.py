@@ -1,0 +1,117 @@
+"""Schemathesis against the app in process: every operation of the OpenAPI document, with
+generated valid and invalid requests, answers as the document says (status codes, bodies,
+headers), never with a 500. Bounded examples keep it to about a minute."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from starlette.types import Receive, Scope, Send
+
+from datawell.app import Overrides, build_services, create_app
+from datawell.config import Settings
+from datawell.errors import ModelError
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.llm.models import FixedChatModels
+from datawell.llm.scripted import ScriptedChatModel
+from tests.conftest import Account, make_account
+
+EXAMPLES = 12
+
+
+def offline(_messages: object) -> NoReturn:
+    """The model, unreachable as a provider can be: operations that need it answer 502."""
+    raise ModelError("the fake model is offline")
+
+
+def app_settings(folder: Path) -> Settings:
+    return Settings(
+        data_dir=folder,
+        database_url=f"sqlite+aiosqlite:///{folder / 'datawell.db'}",
+        jwt_secret="fuzz-secret-fuzz-secret-fuzz-secret",
+        public_base_url="http://testserver",
+        embeddings_enabled=False,
+        embedded_model_enabled=False,
+        run_worker_in_process=False,
+    )
+
+
+async def seed(config: Settings, overrides: Overrides) -> Account:
+    services = await build_services(config, overrides)
+    try:
+        return await make_account(services, "alice")
+    finally:
+        await services.close()
+
+
+FOLDER = Path(tempfile.mkdtemp(prefix="datawell-fuzz-"))
+OVERRIDES = Overrides(models=FixedChatModels(ScriptedChatModel([offline] * 100_000)), embedder=HashingEmbedder())
+# Schemathesis starts the app's lifespan at its first request and stops it at exit.
+
+
+class FreshApp:
+    """The app for schemathesis, built anew at each lifespan start: schemathesis may start
+    and stop the lifespan between tests, and an app's lifespan runs once (its MCP session
+    manager cannot be restarted)."""
+
+    def __init__(self) -> None:
+        self.app = create_app(app_settings(FOLDER), OVERRIDES)
+        self.started = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            if self.started:
+                self.app = create_app(app_settings(FOLDER), OVERRIDES)
+            self.started = True
+        await self.app(scope, receive, send)
+
+
+APP = FreshApp()
+DOCUMENT = APP.app.state.openapi
+NEEDS_MODEL = [
+    op["operationId"] for ops in DOCUMENT["paths"].values() for op in ops.values() if "502" in op["responses"]
+]
+CONFIG = schemathesis.Config.from_dict(
+    {
+        "base-url": "http://testserver",
+        "operations": [
+            # A BuildSpec naming datasets that do not exist is refused with 422 naming each of
+            # them: existence is no rule a schema can state. Every other 422 on schema-valid
+            # input is a failure.
+            {
+                "include-operation-id": ["build-specs.create", "build-specs.replace"],
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", 401, 403, 404, 409, 422]}},
+            },
+            # The model is offline, which these operations document as 502.
+            {
+                "include-operation-id": NEEDS_MODEL,
+                "checks": {"not_a_server_error": {"expected-statuses": ["1xx", "2xx", "3xx", "4xx", 502]}},
+            },
+        ],
+    }
+)
+# The MCP endpoint hands requests to the MCP SDK, whose own 400/406 answers (plain text,
+# JSON-RPC errors) the document does not describe yet: left out until it does (docs/mcp.md).
+schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG).exclude(operation_id="mcp.call_mcp")
+schema.app = APP
+
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[Account]:
+    yield asyncio.run(seed(app_settings(FOLDER), OVERRIDES))
+    schemathesis.python.asgi.shutdown_lifespans()
+    shutil.rmtree(FOLDER, ignore_errors=True)
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_operation_answers_as_documented(case: schemathesis.Case, account: Account) -> None:
+    case.call_and_validate(headers={"Authorization": f"Bearer {account.token}"})
