@@ -16,12 +16,13 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from starlette.types import Receive, Scope, Send
 
-from datawell.app import Overrides, build_services, create_app
+from datawell.app import create_app
 from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
+from datawell.services import Overrides, build_services
 from tests.conftest import Account, make_account
 
 EXAMPLES = 12
