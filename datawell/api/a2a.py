@@ -9,9 +9,11 @@ import json
 from email.utils import formatdate
 from typing import Any
 
+from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.utils.errors import ContentTypeNotSupportedError
 from pydantic import Field
+from pydantic_core import from_json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -84,6 +86,13 @@ async def call_agent(request: Request, user: User) -> Response:
             f"send the JSON-RPC request as application/json (got {media_type or 'none'})"
         )
         return JSONResponse(build_error_response(await _request_id(request), error))
+    # The SDK parses with the json module, whose RecursionError on a body nested thousands
+    # deep would reach the client as -32603: parse it first with pydantic's depth-limited
+    # parser (as REST bodies are), so such a body is a -32700 parse error like any bad JSON.
+    try:
+        from_json(await request.body())
+    except ValueError as exc:
+        return JSONResponse(build_error_response(None, JSONParseError(message=f"the body is not valid JSON: {exc}")))
     request.state.public_base_url = public_base_url(request)  # the agents' cards and links start with it
     return await request.app.state.agents.handle(spec.name, request)
 
@@ -91,8 +100,8 @@ async def call_agent(request: Request, user: User) -> Response:
 async def _request_id(request: Request) -> Any:
     """The JSON-RPC id of a body sent with the wrong content type, when it can be read."""
     try:
-        body = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
+        body = from_json(await request.body())
+    except ValueError:
         return None
     request_id = body.get("id") if isinstance(body, dict) else None
     return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None

@@ -143,6 +143,25 @@ async def test_wrong_content_type_is_32005(client, alice: Account, agents, fake:
     assert fake.requests == []
 
 
+async def test_bad_or_deeply_nested_json_is_32700(client, alice: Account, agents, fake: FakeRuns) -> None:
+    deep = "[" * 1100 + "]" * 1100
+    for agent in agents.values():
+        for body, content_type in ((deep, "application/json"), ('{"jsonrpc": "2.0", "id": ', "application/json")):
+            response = await client.post(
+                agent.url, content=body.encode(), headers={**headers(alice), "Content-Type": content_type}
+            )
+            assert response.status_code == 200
+            error = response.json()["error"]
+            assert error["code"] == -32700, (agent.name, error)
+            assert "not valid JSON" in error["message"]
+        # With another content type the deep body is still no server error: -32005, id unknown.
+        response = await client.post(
+            agent.url, content=deep.encode(), headers={**headers(alice), "Content-Type": "text/plain"}
+        )
+        assert response.json()["error"]["code"] == -32005
+    assert fake.requests == []
+
+
 async def test_missing_a2a_version_is_32009(client, alice: Account, sales: str, agents, fake: FakeRuns) -> None:
     for agent in agents.values():
         for method in ("SendMessage", "SendStreamingMessage"):
