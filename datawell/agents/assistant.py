@@ -10,12 +10,10 @@ contextId (`datawell.agents.requests.read_request` picks it)."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
 
 from datawell.agents.executor import GraphExecutor, failure_message, render
 from datawell.errors import InternalError
@@ -34,11 +32,7 @@ class AssistantExecutor(GraphExecutor):
         assert context.task_id and context.context_id and context.message
         prepared = self.prepared(context)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        # The task's history starts with the caller's message, as nl2ql's does.
-        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
-        task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
-        task.status.timestamp.FromDatetime(datetime.now(UTC))
-        await event_queue.enqueue_event(task)
+        await event_queue.enqueue_event(self.submitted_task(context))
         await updater.start_work()
         if prepared.run.conversation_id != context.context_id:
             # The client could not continue a conversation stored under another id.

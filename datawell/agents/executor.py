@@ -7,6 +7,7 @@ import json
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from a2a.helpers import new_data_part, new_text_part
@@ -14,7 +15,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
 
 from datawell.agents.requests import PREPARED, RUNS, a2a_error, read_request
@@ -70,6 +71,15 @@ class GraphExecutor(AgentExecutor):
     def prepared(self, context: RequestContext) -> PreparedRun:
         prepared: PreparedRun = context.call_context.state[PREPARED]
         return prepared
+
+    @staticmethod
+    def submitted_task(context: RequestContext) -> Task:
+        """The request's task, SUBMITTED, its history starting with the caller's message."""
+        assert context.task_id and context.context_id and context.message
+        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
+        task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+        task.status.timestamp.FromDatetime(datetime.now(UTC))
+        return task
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError("Datawell agents do not cancel tasks")

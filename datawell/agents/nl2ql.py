@@ -4,12 +4,9 @@ statusUpdate WORKING, artifactUpdate `generated-query` (text), artifactUpdate `r
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
 
 from datawell.agents.executor import GraphExecutor, render
 from datawell.runs import AskRequest, Run, Runs
@@ -25,9 +22,6 @@ class Nl2qlExecutor(GraphExecutor):
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         # The SDK wants a task before the first status update, and SPEC's nl2ql stream starts
         # with that update, not with a `task` event: so the task goes to the store directly.
-        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
-        task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
-        task.status.timestamp.FromDatetime(datetime.now(UTC))
-        await self.task_store.save(task, context.call_context)
+        await self.task_store.save(self.submitted_task(context), context.call_context)
         await updater.start_work()
         await render(prepared.run, updater, prepared.data_parts)
