@@ -266,6 +266,11 @@ class Operations:
         return Call("POST", f"{API}/ingestionTracking/{segment(ingestion_id)}/retry", returns(Retried))
 
     @operation
+    def cancel(self, ingestion_id: str) -> Call[IngestionAttempt]:
+        """Stop a queued or running attempt; it ends CANCELLED and leaves no rows."""
+        return Call("POST", f"{API}/ingestionTracking/{segment(ingestion_id)}/cancel", returns(IngestionAttempt))
+
+    @operation
     def clear(self, owner: str, namespace: str, dataset: str) -> Call[Cleared]:
         """Irreversibly remove every row, vector and link of the dataset."""
         return Call("POST", dataset_path("/data", owner, namespace, dataset) + "/clear", returns(Cleared))

@@ -40,6 +40,18 @@ def test_upload_waits_for_the_ingestion_and_reports_progress(live: Live, tmp_pat
     assert [a.id for a in listed.data] == [attempt.id]
 
 
+def test_cancel_of_a_finished_attempt_is_a_conflict(live: Live, tmp_path: Path) -> None:
+    file = tmp_path / "few.csv"
+    file.write_text(ORDERS)
+    with Client(live.url, live.token) as client:
+        client.create_dataset("shop", "few", {"order_id": "Order", "customer": "Who", "total": "EUR"})
+        attempt = client.upload(file, "demo", "shop", "few")
+        with pytest.raises(ApiError) as finished:
+            client.cancel(attempt.id)
+    assert attempt.status == "SUCCEEDED"
+    assert (finished.value.status, finished.value.error_code) == (409, "CONFLICT")
+
+
 async def test_a_three_part_upload_in_parallel(live: Live, tmp_path: Path) -> None:
     """More than two 8 MiB parts, sent concurrently; the service assembles them in order
     (the file is not valid JSON, so its ingestion fails, quickly and with a message)."""
