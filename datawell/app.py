@@ -12,7 +12,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, ingestions, mcp, ontology, system, uploads
+from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -33,6 +33,7 @@ API_ROUTERS: list[Router] = [
     a2a.router,
     mcp.router,
     ontology.router,
+    examples.router,
 ]
 
 

@@ -252,6 +252,7 @@ def query_deps(services: Services) -> QueryDeps:
         db=s.db,
         max_attempts=s.settings.query_max_attempts,
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
+        examples=s.examples,
     )
 
 

@@ -21,6 +21,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
+from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import QueryTools
 
 NO_LINKS = "(none)"
@@ -35,6 +36,7 @@ class QueryDeps:
     db: Database
     max_attempts: int = 3
     dialect: str = "SQLite"  # whose date functions the model is told to use
+    examples: VerifiedExamples | None = None  # verified question -> query pairs of the namespace
 
 
 def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
@@ -83,6 +85,17 @@ async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: Query
         return {}
     text, links = await describe(deps, runtime.context.user, runtime.context.namespace)
     return {"catalog": text, "links": links}
+
+
+async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    """A question a user verified an answer to runs that answer's query, with no model call
+    (it becomes the proposed query; if it is refused after all, the model repairs it)."""
+    if deps.examples is None or state.get("proposed", "").strip():
+        return {}
+    example = await deps.examples.exact(runtime.context.user, runtime.context.namespace, state["question"])
+    if example is None:
+        return {}
+    return {"proposed": example.query, "reasoning": f"the verified example {example.id} answers this question"}
 
 
 async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -153,7 +166,8 @@ def _summary(exc: QueryError) -> str:
 
 def adopt(state: QueryState) -> dict[str, Any]:
     """The proposed query is the first attempt; no model wrote it."""
-    return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": "the query proposed with the question"}
+    reasoning = state.get("reasoning") or "the query proposed with the question"
+    return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": reasoning}
 
 
 def after_catalog(state: QueryState) -> Literal["adopt", "generate"]:
