@@ -238,6 +238,8 @@ async def marked_pair(services: Services, body: MarkRequest) -> tuple[str, str]:
     if not question.strip() or len(question) > MAX_QUESTION:
         raise InvalidInput(
             "give the question to store the query under",
-            sub_errors=[SubError("question", f"question: the step's question is empty or over {MAX_QUESTION} characters")],
+            sub_errors=[
+                SubError("question", f"question: the step's question is empty or over {MAX_QUESTION} characters")
+            ],
         )
     return question.strip(), str(step["query"]).strip()

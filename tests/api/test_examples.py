@@ -8,8 +8,8 @@ from datawell.storage.access import Permission, set_grant
 from tests.conftest import Account
 
 EXAMPLES = "/api/v1/examples/alice/sales"
-TOTALS = "SELECT customer, SUM(total) AS spent FROM orders GROUP BY customer"
-PAIR = {"question": "How much did each customer spend?", "query": TOTALS}
+TOTALS = "SELECT customer, COUNT(*) AS orders FROM orders GROUP BY customer"
+PAIR = {"question": "How many orders did each customer place?", "query": TOTALS}
 
 
 async def grant(services: Services, user: str, permission: Permission) -> None:
@@ -35,7 +35,7 @@ async def test_add_list_delete(client, alice: Account, sales: str) -> None:
 
 async def test_one_example_per_question_ignoring_case_and_punctuation(client, alice: Account, sales: str) -> None:
     assert (await client.post(EXAMPLES, json=PAIR, headers=alice.headers)).status_code == 201
-    again = {"question": "  how much did each customer SPEND ", "query": "SELECT customer FROM orders"}
+    again = {"question": "  how many orders did each customer PLACE ", "query": "SELECT customer FROM orders"}
     response = await client.post(EXAMPLES, json=again, headers=alice.headers)
     assert response.status_code == 409
     assert "delete it first" in response.json()["message"]
@@ -49,7 +49,9 @@ async def test_a_query_the_caller_cannot_run_is_refused(client, alice: Account, 
     assert (await client.get(EXAMPLES, headers=alice.headers)).json()["data"] == []
 
 
-async def test_access_follows_the_namespace(client, services: Services, alice: Account, bob: Account, sales: str) -> None:
+async def test_access_follows_the_namespace(
+    client, services: Services, alice: Account, bob: Account, sales: str
+) -> None:
     added = (await client.post(EXAMPLES, json=PAIR, headers=alice.headers)).json()
     # No grant: bob can neither read nor write alice's examples.
     assert (await client.get(EXAMPLES, headers=bob.headers)).status_code == 403
@@ -89,8 +91,8 @@ def one_step_turn(question_step: str, query: str) -> list[object]:
 async def test_marking_a_step_good_stores_it_and_bad_removes_it(
     client, alice: Account, sales: str, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += one_step_turn("Total spent per customer", TOTALS)
-    conversation = await ask(client, alice, "How much did each customer spend?")
+    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    conversation = await ask(client, alice, "How many orders did each customer place?")
     marks = f"{EXAMPLES}/marks"
 
     good = await client.post(
@@ -99,7 +101,7 @@ async def test_marking_a_step_good_stores_it_and_bad_removes_it(
     assert good.status_code == 200, good.text
     example = good.json()["example"]
     # A one-step turn is stored under the user's question, not the plan's instruction.
-    assert (example["question"], example["query"]) == ("How much did each customer spend?", TOTALS)
+    assert (example["question"], example["query"]) == ("How many orders did each customer place?", TOTALS)
     assert (example["source"], example["conversationId"], example["step"]) == ("conversation", conversation, 1)
     listed = (await client.get(EXAMPLES, headers=alice.headers)).json()["data"]
     assert [e["id"] for e in listed] == [example["id"]]
@@ -119,8 +121,8 @@ async def test_marking_a_step_good_stores_it_and_bad_removes_it(
 async def test_marks_name_the_callers_own_conversation_and_a_step_that_ran(
     client, services: Services, alice: Account, bob: Account, sales: str, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += one_step_turn("Total spent per customer", TOTALS)
-    conversation = await ask(client, alice, "How much did each customer spend?")
+    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    conversation = await ask(client, alice, "How many orders did each customer place?")
     marks = f"{EXAMPLES}/marks"
     mark = {"conversationId": conversation, "step": 1, "verdict": "good"}
     assert (await client.post(marks, json={**mark, "step": 2}, headers=alice.headers)).status_code == 404

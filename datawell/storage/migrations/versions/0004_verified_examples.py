@@ -35,9 +35,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["created_by"], ["users.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.create_index(
-        "ix_verified_examples_question", "verified_examples", ["namespace_id", "question_key"], unique=True
-    )
+    op.create_index("ix_verified_examples_question", "verified_examples", ["namespace_id", "question_key"], unique=True)
 
 
 def downgrade() -> None:
