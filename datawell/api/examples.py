@@ -15,11 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from datawell.api.routing import Router
-from datawell.api.schemas import ApiModel
+from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.graphs.memory import finished_turn
 from datawell.services import Services
-from datawell.storage.access import NamespaceRef, Permission, authorize
+from datawell.storage.access import NamespaceRef, Permission, authorize, namespace_by_id, require
 from datawell.storage.examples import (
     MAX_QUESTION,
     Source,
@@ -83,8 +83,8 @@ class ExampleList(ApiModel):
 
 class MarkRequest(ApiModel):
     conversation_id: str = Field(min_length=1, max_length=36, description="The caller's conversation (autorag)")
-    step: int = Field(ge=1, le=1000, description="The step's index (1-based), as in the `step` event")
-    turn: int | None = Field(None, ge=1, description="The turn (1-based) of the conversation; omit for the latest")
+    step: WholeNumber = Field(ge=1, le=1000, description="The step's index (1-based), as in the `step` event")
+    turn: WholeNumber = Field(0, ge=0, description="The turn (1-based) of the conversation; 0 or omitted: the latest")
     verdict: Literal["good", "bad"] = Field(
         description="`good` stores the step's question and query as a verified example; "
         "`bad` removes the example pairing them, if there is one"
@@ -161,41 +161,27 @@ async def list_all(request: Request, user: User) -> ExampleList:
 
 
 @router.operation(
-    "DELETE",
-    NAMESPACE_PATH + "/{exampleId}",
-    summary="Delete a verified example",
-    status=204,
-    errors=(403, 404, 422),
-)
-async def delete(request: Request, user: User) -> None:
-    """Deletes one verified example of the namespace."""
-    wanted = example_id(request)
-    async with request.state.services.db.session() as session:
-        namespace = await namespace_for(session, request, user, Permission.WRITE)
-        await session.delete(await get_example(session, namespace, wanted))
-
-
-@router.operation(
     "POST",
-    NAMESPACE_PATH + "/marks",
+    "/examples/marks",
     summary="Mark a conversation step's answer good or bad",
     body=MarkRequest,
     response=MarkResponse,
     errors=(403, 404, 409, 415, 422),
 )
 async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
-    """Marks the query of one step of the caller's conversation (`POST /query/autorag`) in this
-    namespace. `good` checks the query as the caller and stores the step's question and query as
-    a verified example (marking the same pair again answers the stored one; another query for the
-    question is 409). `bad` removes the example pairing that question and query, so the answer is
-    never offered again as verified."""
+    """Marks the query of one step of the caller's conversation (`POST /query/autorag`), in the
+    conversation's namespace, which the caller must be able to write. `good` checks the query as
+    the caller and stores the step's question and query as a verified example (marking the same
+    pair again answers the stored one; another query for the question is 409). `bad` removes the
+    example pairing that question and query, so the answer is never offered again as verified."""
     services: Services = request.state.services
     async with services.db.session() as session:
-        namespace = await namespace_for(session, request, user, Permission.WRITE)
         conversation = await session.get(Conversation, body.conversation_id)
-    # Another user's conversation, or one in another namespace, is reported like a missing one.
-    if conversation is None or conversation.user_id != user.id or conversation.namespace_id != namespace.id:
-        raise NotFound(f"conversation {body.conversation_id} does not exist in namespace {namespace}")
+        # Another user's conversation is reported exactly like a missing one.
+        if conversation is None or conversation.user_id != user.id or conversation.namespace_id is None:
+            raise NotFound(f"conversation {body.conversation_id} does not exist")
+        namespace = await namespace_by_id(session, conversation.namespace_id)
+        await require(session, user, namespace, Permission.WRITE)
     question, query = await marked_pair(services, body)
     if body.verdict == "bad":
         async with services.db.session() as session:
@@ -220,9 +206,24 @@ async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
     return MarkResponse(verdict="good", question=question, query=query, example=stored, removed=0)
 
 
+@router.operation(
+    "DELETE",
+    NAMESPACE_PATH + "/{exampleId}",
+    summary="Delete a verified example",
+    status=204,
+    errors=(403, 404, 422),
+)
+async def delete(request: Request, user: User) -> None:
+    """Deletes one verified example of the namespace."""
+    wanted = example_id(request)
+    async with request.state.services.db.session() as session:
+        namespace = await namespace_for(session, request, user, Permission.WRITE)
+        await session.delete(await get_example(session, namespace, wanted))
+
+
 async def marked_pair(services: Services, body: MarkRequest) -> tuple[str, str]:
     """The question and query a mark is about, from the conversation's checkpointed turn."""
-    state = await finished_turn(services.memory, body.conversation_id, body.turn)
+    state = await finished_turn(services.memory, body.conversation_id, body.turn or None)
     if state is None:
         raise NotFound(f"conversation {body.conversation_id} has no finished turn {body.turn or ''}".rstrip())
     results: list[dict[str, Any]] = state.get("results", [])

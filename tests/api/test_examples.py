@@ -77,9 +77,8 @@ async def test_a_bad_example_id_is_422(client, alice: Account, sales: str) -> No
 
 
 async def ask(client, account: Account, question: str) -> str:
-    response = await client.post(
-        "/api/v1/query/autorag", json={"namespace": "sales", "query": question}, headers=account.headers
-    )
+    body = {"username": "alice", "namespace": "sales", "query": question}
+    response = await client.post("/api/v1/query/autorag", json=body, headers=account.headers)
     assert response.status_code == 200, response.text
     return response.json()["conversationId"]
 
@@ -93,7 +92,7 @@ async def test_marking_a_step_good_stores_it_and_bad_removes_it(
 ) -> None:
     chat_model.script += one_step_turn("Orders per customer", TOTALS)
     conversation = await ask(client, alice, "How many orders did each customer place?")
-    marks = f"{EXAMPLES}/marks"
+    marks = "/api/v1/examples/marks"
 
     good = await client.post(
         marks, json={"conversationId": conversation, "step": 1, "verdict": "good"}, headers=alice.headers
@@ -123,7 +122,7 @@ async def test_marks_name_the_callers_own_conversation_and_a_step_that_ran(
 ) -> None:
     chat_model.script += one_step_turn("Orders per customer", TOTALS)
     conversation = await ask(client, alice, "How many orders did each customer place?")
-    marks = f"{EXAMPLES}/marks"
+    marks = "/api/v1/examples/marks"
     mark = {"conversationId": conversation, "step": 1, "verdict": "good"}
     assert (await client.post(marks, json={**mark, "step": 2}, headers=alice.headers)).status_code == 404
     assert (await client.post(marks, json={**mark, "turn": 2}, headers=alice.headers)).status_code == 404
@@ -132,3 +131,17 @@ async def test_marks_name_the_callers_own_conversation_and_a_step_that_ran(
     # bob may write alice's namespace, but the conversation is alice's.
     await grant(services, "bob", Permission.WRITE)
     assert (await client.post(marks, json=mark, headers=bob.headers)).status_code == 404
+
+
+async def test_marking_needs_write_access_to_the_conversations_namespace(
+    client, services: Services, alice: Account, bob: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    await grant(services, "bob", Permission.READ)
+    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    conversation = await ask(client, bob, "How many orders did each customer place?")
+    mark = {"conversationId": conversation, "step": 1, "verdict": "good"}
+    assert (await client.post("/api/v1/examples/marks", json=mark, headers=bob.headers)).status_code == 403
+    await grant(services, "bob", Permission.WRITE)
+    marked = await client.post("/api/v1/examples/marks", json=mark, headers=bob.headers)
+    assert (marked.status_code, marked.json()["example"]["createdBy"]) == (200, "bob")
+    assert (marked.json()["example"]["owner"], marked.json()["example"]["namespace"]) == ("alice", "sales")
