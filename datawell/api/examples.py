@@ -14,7 +14,7 @@ from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
-from datawell.api.routing import Router
+from datawell.api.routing import Router, path_uuid
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.graphs.memory import finished_turn
@@ -30,6 +30,7 @@ from datawell.storage.examples import (
     remove_pair,
 )
 from datawell.storage.tables import Conversation, User, VerifiedExample
+from datawell.storage.users import usernames
 
 router = Router("examples")
 
@@ -107,25 +108,9 @@ class MarkResponse(ApiModel):
     removed: int = Field(description="Examples removed (bad)")
 
 
-def example_id(request: Request) -> str:
-    raw = request.path_params["exampleId"]
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise InvalidInput(
-            "invalid example id", sub_errors=[SubError("uuid_parsing", f"exampleId: {raw!r} is not a UUID")]
-        ) from None
-
-
 async def namespace_for(session: AsyncSession, request: Request, user: User, wanted: Permission) -> NamespaceRef:
     params = request.path_params
     return await authorize(session, user, params["username"], params["namespace"], wanted)
-
-
-async def usernames(session: AsyncSession, examples: list[VerifiedExample]) -> dict[str, str]:
-    ids = {e.created_by for e in examples}
-    found = [await session.get(User, i) for i in ids]
-    return {u.id: u.username for u in found if u is not None}
 
 
 @router.operation(
@@ -156,7 +141,7 @@ async def list_all(request: Request, user: User) -> ExampleList:
     async with request.state.services.db.read() as session:
         namespace = await namespace_for(session, request, user, Permission.READ)
         examples = await list_examples(session, namespace)
-        names = await usernames(session, examples)
+        names = await usernames(session, {e.created_by for e in examples})
     return ExampleList(data=[ExampleResponse.of(e, namespace, names.get(e.created_by, "")) for e in examples])
 
 
@@ -201,7 +186,7 @@ async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
                 conversation_id=body.conversation_id,
                 step=body.step,
             )
-        names = await usernames(session, [example])
+        names = await usernames(session, {example.created_by})
         stored = ExampleResponse.of(example, namespace, names.get(example.created_by, ""))
     return MarkResponse(verdict="good", question=question, query=query, example=stored, removed=0)
 
@@ -215,7 +200,7 @@ async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
 )
 async def delete(request: Request, user: User) -> None:
     """Deletes one verified example of the namespace."""
-    wanted = example_id(request)
+    wanted = path_uuid(request, "exampleId", "example")
     async with request.state.services.db.session() as session:
         namespace = await namespace_for(session, request, user, Permission.WRITE)
         await session.delete(await get_example(session, namespace, wanted))

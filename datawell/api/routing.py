@@ -4,6 +4,7 @@ OpenAPI document, so the two cannot drift apart."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -154,3 +155,14 @@ def parse_query(request: Request, model: type[M]) -> M:
         return model.model_validate_strings(dict(request.query_params))
     except ValidationError as exc:
         raise validation_error(exc, prefix="query") from None
+
+
+def path_uuid(request: Request, name: str, what: str) -> str:
+    """The path parameter `name` as a canonical UUID; 422 naming it when it is none."""
+    raw = request.path_params[name]
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise InvalidInput(
+            f"invalid {what} id", sub_errors=[SubError("uuid_parsing", f"{name}: {raw!r} is not a UUID")]
+        ) from None

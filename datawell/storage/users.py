@@ -48,6 +48,14 @@ async def get_user(session: AsyncSession, username: str) -> User:
     return user
 
 
+async def usernames(session: AsyncSession, user_ids: set[str]) -> dict[str, str]:
+    """User id -> username, in one query."""
+    if not user_ids:
+        return {}
+    rows = await session.execute(select(User.id, User.username).where(User.id.in_(user_ids)))
+    return dict(rows.tuples().all())
+
+
 async def list_users(session: AsyncSession) -> list[User]:
     return list((await session.execute(select(User).order_by(User.username))).scalars())
 
