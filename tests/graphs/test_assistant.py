@@ -47,7 +47,7 @@ async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
 
 def oslo_turn(answer: str) -> list[object]:
     """The scripted replies of one turn about Oslo: a one-step plan, its query, the answer."""
-    return [PlanOutput(summary="", steps=["Names of customers in Oslo"]), QueryDraft(reasoning="", query=OSLO), answer]
+    return [PlanOutput(more_steps=["Names of customers in Oslo"]), QueryDraft(query=OSLO), answer]
 
 
 def of_type(events: list[GraphEvent], kind: type) -> list:
@@ -65,14 +65,13 @@ async def test_multi_step_plan_with_a_join_over_an_active_link(
 ) -> None:
     chat_model.script += [
         PlanOutput(
-            summary="Total per customer, then who is in Oslo.",
-            steps=[
+            more_steps=[
                 "Total order amount per customer name: customers LEFT JOIN orders on orders.customer_id = customers.id",
                 "Names of customers whose city is Oslo",
             ],
         ),
-        QueryDraft(reasoning="join along the link", query=TOTALS),
-        QueryDraft(reasoning="filter on city", query=OSLO),
+        QueryDraft(query=TOTALS),
+        QueryDraft(query=OSLO),
         "Ann spent 30.5 [1] and lives in Oslo [2].",
     ]
     tools.rows[TOTALS] = [{"name": "Ann", "total": 30.5}, {"name": "Bo", "total": None}]
@@ -96,11 +95,11 @@ async def test_multi_step_plan_with_a_join_over_an_active_link(
     ]
     assert isinstance(events[0], RunStarted) and events[0].conversation_id
     plan = of_type(events, PlanReady)[0]
-    assert plan.text == "Total per customer, then who is in Oslo." and len(plan.steps) == 2
+    assert plan.text == "2 queries, one after the other." and len(plan.steps) == 2
     steps = of_type(events, StepFinished)
     assert [(s.index, s.query, s.reasoning, s.error) for s in steps] == [
-        (1, TOTALS, "join along the link", None),
-        (2, OSLO, "filter on city", None),
+        (1, TOTALS, "written by the query model", None),
+        (2, OSLO, "written by the query model", None),
     ]
     assert steps[1].rows == [{"name": "Ann", "__metadata": {"dataset": "customers"}}]  # clients get every field
     answer = answer_of(events)
@@ -112,20 +111,64 @@ async def test_multi_step_plan_with_a_join_over_an_active_link(
     assert "customers.city" not in plan_prompt  # only active links feed the planner
     assert "Question: Total order amount per customer name" in first_query
     # A later step sees what earlier steps found; the answer sees every step, cited by number.
-    assert '{"name": "Ann", "total": 30.5}' in second_query
+    assert "name | total\nAnn | 30.5\nBo | null" in second_query
     assert "[1] Total order amount per customer name" in answer_prompt
     assert f"Query: {OSLO}" in answer_prompt
     assert "__metadata" not in answer_prompt
     assert all(c.user == "alice" and c.namespace == "alice/shop" for c in tools.calls)
 
 
+async def test_a_one_query_question_is_two_model_calls(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [PlanOutput(query=OSLO), "Ann lives in Oslo [1]."]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert len(chat_model.calls) == 2  # plan and query in one call, then the answer
+    plan = of_type(events, PlanReady)[0]
+    assert (plan.text, plan.steps) == ("One query answers the question.", ["Who lives in Oslo?"])
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
+    assert answer_of(events) == "Ann lives in Oslo [1]."
+
+
+async def test_every_stage_starts_with_the_same_prefix_for_a_namespace(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """The model's server reuses a cached prompt prefix only when the bytes are the same:
+    plan, query, repair and answer, and the next question, all start with one system text."""
+    bad = "SELECT name FROM customers WHERE town = 'Oslo'"
+    chat_model.script += [
+        PlanOutput(query=bad),
+        QueryDraft(query=OSLO),
+        "Ann [1].",
+        PlanOutput(more_steps=["Names of customers in Oslo"]),
+        QueryDraft(query=OSLO),
+        "Ann again [1].",
+    ]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    await ask(services, AskRequest(shop.user, shop.namespace, "And who lives in Oslo now?"))
+
+    assert len(chat_model.calls) == 6
+    systems = {call[0].content for call in chat_model.calls}
+    assert len(systems) == 1 and all(type(call[0]).__name__ == "SystemMessage" for call in chat_model.calls)
+    prefix = systems.pop()
+    assert isinstance(prefix, str) and "ordered_at" in prefix and "Joins:" in prefix and "Oslo" not in prefix
+    # Everything that varies by stage or question comes after the prefix.
+    assert all(len(call) == 2 and "Question: " in str(call[1].content) for call in chat_model.calls)
+
+
 async def test_a_failing_step_query_is_repaired(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query="SELECT name FROM customers WHERE town = 'Oslo'"),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(more_steps=["Names of customers in Oslo"]),
+        QueryDraft(query="SELECT name FROM customers WHERE town = 'Oslo'"),
+        QueryDraft(query=OSLO),
         "Ann [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -143,7 +186,7 @@ async def test_a_query_the_plan_wrote_runs_without_asking_the_query_writer(
 ) -> None:
     # A small model's plan: the query as its one step, then a sentence about that query.
     chat_model.script += [
-        PlanOutput(summary="", steps=[OSLO, "This query lists the customers who live in Oslo."]),
+        PlanOutput(more_steps=[OSLO, "This query lists the customers who live in Oslo."]),
         "Ann lives in Oslo [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -162,8 +205,8 @@ async def test_a_query_the_plan_wrote_is_repaired_when_refused(
 ) -> None:
     bad = "SELECT name FROM customers WHERE town = 'Oslo'"
     chat_model.script += [
-        PlanOutput(summary="", steps=[bad]),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(more_steps=[bad]),
+        QueryDraft(query=OSLO),
         "Ann [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -181,8 +224,8 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += [
-        PlanOutput(summary="", steps=["Shoe sizes of customers"]),
-        *[QueryDraft(reasoning="", query="SELECT shoe_size FROM customers")] * 3,
+        PlanOutput(more_steps=["Shoe sizes of customers"]),
+        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 3,
         "The shoe sizes could not be found [1].",
     ]
 
@@ -214,8 +257,8 @@ async def test_caller_context_is_background_and_never_widens_access(
     stolen = "SELECT salary FROM bob.secret.salaries"
     # A model that believes the fact and tries to read bob's namespace.
     chat_model.script += [
-        PlanOutput(summary="", steps=["Salaries from bob.secret.salaries"]),
-        *[QueryDraft(reasoning="the caller has access", query=stolen)] * 3,
+        PlanOutput(more_steps=["Salaries from bob.secret.salaries"]),
+        *[QueryDraft(query=stolen)] * 3,
         "I could not read the salaries [1].",
     ]
     tools.rows[stolen] = [{"salary": 999999}]
@@ -257,8 +300,8 @@ async def test_helper_prompt_reaches_every_stage(
 async def test_per_stage_overrides_reach_the_right_stage(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    planner = ScriptedChatModel([PlanOutput(summary="", steps=["Names of customers in Oslo"])])
-    writer = ScriptedChatModel([QueryDraft(reasoning="", query=OSLO)])
+    planner = ScriptedChatModel([PlanOutput(more_steps=["Names of customers in Oslo"])])
+    writer = ScriptedChatModel([QueryDraft(query=OSLO)])
     answerer = ScriptedChatModel(["Ann."])
     chat_models.per_stage.update(plan=planner, query=writer, answer=answerer)
     choices = StageChoices(
@@ -275,7 +318,9 @@ async def test_per_stage_overrides_reach_the_right_stage(
         ("answer", ModelChoice("writer", "ollama")),
     ]
     assert [len(m.calls) for m in (planner, writer, answerer)] == [1, 1, 1]
-    assert "Catalog:" in planner.prompts()[0] and "Rules:" in writer.prompts()[0] and "Steps:" in answerer.prompts()[0]
+    assert "Put in \"query\"" in planner.prompts()[0]
+    assert "Task: write in \"query\"" in writer.prompts()[0]
+    assert "Results:" in answerer.prompts()[0]
 
 
 async def test_a_continued_conversation_carries_the_earlier_turns(
@@ -283,8 +328,8 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 ) -> None:
     chat_model.script += [
         *oslo_turn("Ann lives in Oslo [1]."),
-        PlanOutput(summary="", steps=["Total order amount per customer name"]),
-        QueryDraft(reasoning="", query=TOTALS),
+        PlanOutput(more_steps=["Total order amount per customer name"]),
+        QueryDraft(query=TOTALS),
         "Ann spent 30.5 [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -307,7 +352,7 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
         # caller context applies only to the turn it came with
         assert "team: sales" not in prompt
     # A new conversation starts empty.
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Ask me about the shop."]
+    chat_model.script += [PlanOutput(more_steps=[]), "Ask me about the shop."]
     fresh = await ask(services, AskRequest(shop.user, shop.namespace, "Hello"))
     assert fresh[0].conversation_id != conversation
     assert "Earlier in this conversation" not in chat_model.prompts()[6]
@@ -316,7 +361,7 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 async def test_another_users_or_an_unknown_conversation_is_not_found(
     services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(more_steps=[]), "Hello."]
     first = await ask(services, AskRequest(shop.user, shop.namespace, "Hi"))
     conversation = first[0].conversation_id
     bob_user = await user_named(services, "bob")
@@ -342,7 +387,7 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
         "message": "the planning model did not return a plan",
     }
 
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(more_steps=[]), "Hello."]
     again = await ask(
         services, AskRequest(shop.user, shop.namespace, "Second", conversation_id=failed[0].conversation_id)
     )
@@ -355,8 +400,8 @@ async def test_the_step_budget_trims_the_plan_and_the_answer_says_so(
 ) -> None:
     services.settings.max_steps = 1
     chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo", "Totals", "More"]),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(more_steps=["Names of customers in Oslo", "Totals", "More"]),
+        QueryDraft(query=OSLO),
         "Ann [1].",
     ]
 
@@ -384,8 +429,8 @@ async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
     services.settings.max_tokens_per_run = 800  # the plan (500) fits; the plan and one query (1000) do not
     chat_models.model = model = MeteredModel(
         [
-            PlanOutput(summary="", steps=["Names of customers in Oslo", "Totals per customer"]),
-            QueryDraft(reasoning="", query=OSLO),
+            PlanOutput(more_steps=["Names of customers in Oslo", "Totals per customer"]),
+            QueryDraft(query=OSLO),
         ]
     )
 
@@ -405,8 +450,8 @@ async def test_the_token_budget_stops_repairs_inside_a_step(
     services.settings.max_tokens_per_run = 1200  # the plan (500) and two tries at the query (1000) overrun it
     chat_models.model = model = MeteredModel(
         [
-            PlanOutput(summary="", steps=["Shoe sizes of customers"]),
-            *[QueryDraft(reasoning="", query="SELECT shoe_size FROM customers")] * 3,
+            PlanOutput(more_steps=["Shoe sizes of customers"]),
+            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 3,
         ]
     )
 
@@ -425,8 +470,8 @@ async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
     many = "SELECT id, amount FROM orders"
     tools.rows[many] = [{"id": i, "amount": float(i * 10)} for i in range(1, 6)]
     chat_model.script += [
-        PlanOutput(summary="", steps=["All orders"]),
-        QueryDraft(reasoning="", query=many),
+        PlanOutput(more_steps=["All orders"]),
+        QueryDraft(query=many),
         "Five orders [1].",
     ]
 
@@ -434,8 +479,8 @@ async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
 
     assert len(of_type(events, StepFinished)[0].rows) == 5
     prompt = chat_model.prompts()[-1]
-    assert '{"id": 2, "amount": 20.0}' in prompt
-    assert '"id": 3' not in prompt
+    assert "Result: 5 rows:\nid | amount\n1 | 10.0\n2 | 20.0\n(3 more rows" in prompt
+    assert "3 | 30.0" not in prompt
     assert "(3 more rows not shown; 5 rows in all; columns: id, amount)" in prompt
     assert "(amount over all rows: min 10.0, max 50.0, sum 150.0)" in prompt
 
@@ -478,8 +523,8 @@ async def test_web_search_adds_a_step_when_configured(
 ) -> None:
     services.settings.web_search_url = search_server
     chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"], web_search="Oslo weather this week"),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(more_steps=["Names of customers in Oslo"], web_search="Oslo weather this week"),
+        QueryDraft(query=OSLO),
         "Ann [1]; rain is expected [2].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -507,7 +552,7 @@ async def test_web_search_is_off_per_request_or_without_a_provider(
     configured: bool,
 ) -> None:
     services.settings.web_search_url = search_server if configured else None
-    chat_model.script += [PlanOutput(summary="", steps=[], web_search="Oslo weather"), "No data."]
+    chat_model.script += [PlanOutput(more_steps=[], web_search="Oslo weather"), "No data."]
 
     events = await ask(
         services, AskRequest(shop.user, shop.namespace, "Rain?", web_search=False if configured else None)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from langchain_core.messages import BaseMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState
+from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import active_links
@@ -92,11 +92,13 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if budget and spent >= budget:
         return {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"}
     feedback = state.get("feedback", "")
-    messages: list[BaseMessage] = deps.prompts.get("nl2ql_generate").render(
+    messages = stage_messages(
+        deps.prompts,
+        "nl2ql_generate",
         dialect=deps.dialect,
-        helper_prompt=helper_block(runtime.context.helper_prompt),
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),
+        helper_prompt=helper_block(runtime.context.helper_prompt),
         context=f"\n{state['context'].strip()}\n" if state.get("context", "").strip() else "",
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
@@ -110,8 +112,8 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         update["draft"] = ""
         return update | _give_up_if_spent(attempts, deps, update["feedback"])
     if not draft.query.strip():
-        return update | {"refusal": draft.refusal.strip(), "reasoning": draft.reasoning}
-    return update | {"draft": draft.query.strip(), "reasoning": draft.reasoning, "feedback": ""}
+        return update | {"refusal": draft.refusal.strip()}
+    return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
