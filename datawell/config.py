@@ -62,7 +62,10 @@ class Settings(BaseSettings):
     llm_max_retries: int = 2
     embedded_model_enabled: bool = True
     embedded_model_threads: int = Field(
-        0, ge=0, description="CPU threads for the embedded model; 0 = all cores but one."
+        0, ge=0, description="CPU threads for the embedded model; 0 = every core this process may use."
+    )
+    embedded_model_preload: bool = Field(
+        True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
     embeddings_enabled: bool = True
 
