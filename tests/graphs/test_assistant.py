@@ -50,6 +50,11 @@ def oslo_turn(answer: str) -> list[object]:
     return [PlanOutput(more_steps=["Names of customers in Oslo"]), QueryDraft(query=OSLO), answer]
 
 
+@pytest.fixture(autouse=True)
+def someone_lives_in_oslo(tools: FakeQueryTools) -> None:
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+
 def of_type(events: list[GraphEvent], kind: type) -> list:
     return [e for e in events if isinstance(e, kind)]
 
@@ -238,17 +243,60 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     assert events[-1].type == "run-finished"
 
 
-async def test_an_empty_result(
+async def test_an_empty_result_gets_one_repair_and_then_stands(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += oslo_turn("Nobody lives in Oslo [1].")
+    tools.rows[OSLO] = []
+    chat_model.script += [PlanOutput(query=OSLO), QueryDraft(query=OSLO), "Nobody lives in Oslo [1]."]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     step = of_type(events, StepFinished)[0]
-    assert (step.rows, step.error) == ([], None)
+    assert (step.query, step.rows, step.error) == (OSLO, [], None)
+    repair = chat_model.prompts()[1]
+    assert f"Your previous query was:\n{OSLO}\nIt ran but returned no rows." in repair
     assert "Result: no rows (the query ran and returned nothing)." in chat_model.prompts()[-1]
     assert answer_of(events) == "Nobody lives in Oslo [1]."
+
+
+async def test_the_repair_of_an_empty_result_finds_the_rows(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    lower = "SELECT name FROM customers WHERE city = 'oslo'"
+    chat_model.script += [PlanOutput(query=lower), QueryDraft(query=OSLO), "Ann [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows) == (OSLO, [{"name": "Ann"}])
+    assert [e.type for e in events].count("step") == 1
+
+
+async def test_a_failed_repair_of_an_empty_result_keeps_the_result(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    lower = "SELECT name FROM customers WHERE city = 'oslo'"
+    chat_model.script += [PlanOutput(query=lower), QueryDraft(query="SELECT town FROM customers"), "Nobody [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows, step.error) == (lower, [], None)
+    assert len(chat_model.calls) == 3  # plan, one repair, answer: no second repair
+
+
+async def test_a_top_question_answered_without_ordering_is_repaired(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    unordered = "SELECT name FROM customers LIMIT 1"
+    ordered = "SELECT name FROM customers ORDER BY id DESC LIMIT 1"
+    tools.rows[unordered] = tools.rows[ordered] = [{"name": "Ann"}]
+    chat_model.script += [PlanOutput(query=unordered), QueryDraft(query=ordered), "Ann [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who is the latest customer?"))
+
+    assert of_type(events, StepFinished)[0].query == ordered
+    assert "has no ORDER BY" in chat_model.prompts()[1]
 
 
 async def test_caller_context_is_background_and_never_widens_access(

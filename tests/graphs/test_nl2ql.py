@@ -86,7 +86,7 @@ async def test_run_time_failure_is_repaired_and_announced_once(
     tools.run_errors[first] = "operator does not exist: integer > text"
     tools.rows[second] = [{"name": "Ole"}]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers after the first"))
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers with an id over 1"))
 
     assert events == [
         QueryGenerated(query=second, reasoning="written by the query model", attempts=2),
@@ -132,6 +132,7 @@ async def test_a_reply_in_the_wrong_shape_is_retried(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += ["SELECT name FROM customers", QueryDraft(query="SELECT name FROM customers")]
+    tools.rows["SELECT name FROM customers"] = [{"name": "Ann"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Names"))
 
@@ -140,9 +141,10 @@ async def test_a_reply_in_the_wrong_shape_is_retried(
 
 
 async def test_helper_prompt_and_model_choice_reach_the_query_stage(
-    services: Services, shop: Shop, chat_model: ScriptedChatModel, chat_models: FixedChatModels
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, chat_models: FixedChatModels
 ) -> None:
     chat_model.script.append(QueryDraft(query="SELECT name FROM customers"))
+    tools.rows["SELECT name FROM customers"] = [{"name": "Ann"}]
     choices = StageChoices(default=ModelChoice("gpt-x", "openai"))
 
     await ask(services, AskRequest(shop.user, shop.namespace, "Names", choices=choices, helper_prompt="Sort by name."))

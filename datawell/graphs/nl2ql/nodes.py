@@ -3,6 +3,7 @@ the graph's dependencies, returning a partial state; routers return the next nod
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -11,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
-from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState
+from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
@@ -90,7 +91,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     budget = state.get("token_budget", 0)
     attempts = state.get("attempts", 0)
     if budget and spent >= budget:
-        return {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"}
+        return settle(state, {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"})
     feedback = state.get("feedback", "")
     messages = stage_messages(
         deps.prompts,
@@ -110,9 +111,9 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
         update["draft"] = ""
-        return update | _give_up_if_spent(attempts, deps, update["feedback"])
+        return settle(state, update | _give_up_if_spent(attempts, deps, update["feedback"]))
     if not draft.query.strip():
-        return update | {"refusal": draft.refusal.strip()}
+        return settle(state, update | {"refusal": draft.refusal.strip()})
     return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
 
 
@@ -122,13 +123,32 @@ def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str
     return {"error": f"no valid query after {attempts} attempt(s); the last problem: {feedback}"}
 
 
+def settle(state: QueryState, update: dict[str, Any]) -> dict[str, Any]:
+    """After a result was doubted (see `doubt`), the one repair it gets either gives a
+    result or the doubted result stands: a repair never loses rows a query already found."""
+    doubted = state.get("doubted")
+    if doubted is None or not (update.get("error") or update.get("refusal") or update.get("feedback")):
+        return update
+    return finish(doubted, state.get("reasoning", ""), state.get("attempts", 1)) | {
+        k: v for k, v in update.items() if k in ("attempts", "tokens")
+    }
+
+
+def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
+    # Announced once the query has run, so a repaired run-time failure never announces
+    # two queries: consumers see exactly one QueryGenerated before its RowsReady.
+    emit(QueryGenerated(query=result["query"], reasoning=reasoning, attempts=attempts))
+    emit(RowsReady(query=result["query"], rows=result["rows"], truncated=result["truncated"]))
+    return {**result, "feedback": "", "error": "", "refusal": ""}
+
+
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
     try:
         await deps.tools.check(context.user, context.namespace, state["draft"])
     except QueryError as exc:
         feedback = failure_feedback(state["draft"], exc)
-        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        return settle(state, {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
     return {}
 
 
@@ -141,12 +161,39 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
         feedback = failure_feedback(query, exc, "It failed when it ran")
-        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
-    # Announced once the query has run, so a repaired run-time failure never announces
-    # two queries: consumers see exactly one QueryGenerated before its RowsReady.
-    emit(QueryGenerated(query=result.query, reasoning=state.get("reasoning", ""), attempts=state.get("attempts", 1)))
-    emit(RowsReady(query=result.query, rows=result.rows, truncated=result.truncated))
-    return {"query": result.query, "rows": result.rows, "truncated": result.truncated, "feedback": ""}
+        return settle(state, {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
+    found = ResultRows(query=result.query, rows=result.rows, truncated=result.truncated)
+    problem = doubt(state["question"], result.query, result.rows)
+    if problem and state.get("doubted") is None and state.get("attempts", 1) < deps.max_attempts:
+        feedback = (
+            f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
+        )
+        return {"feedback": feedback, "doubted": found}
+    return finish(found, state.get("reasoning", ""), state.get("attempts", 1))
+
+
+# Words of a question that asks for the largest, smallest, first or last items.
+EXTREMES = re.compile(
+    r"\b(top|most|least|highest|lowest|largest|smallest|biggest|best|worst|first|last|latest|earliest|"
+    r"cheapest|fewest|maximum|minimum)\b",
+    re.I,
+)
+ORDERED = re.compile(r"\border\s+by\b|\b(max|min)\s*\(", re.I)
+
+
+def doubt(question: str, query: str, rows: list[dict[str, Any]]) -> str:
+    """Why a result that ran may still not answer the question, or "" when nothing looks
+    wrong: no rows, only NULLs, or a question about extremes answered without ordering."""
+    if not rows:
+        return (
+            "It ran but returned no rows. If the question expects rows, compare the filter values with the "
+            "values the catalog shows (spelling, case, date format) and check the joins."
+        )
+    if all(value is None for row in rows for key, value in row.items() if not key.startswith("__")):
+        return "It ran but every value it returned is NULL: check the columns and the joins."
+    if EXTREMES.search(question) and not ORDERED.search(query):
+        return "The question asks for the top or extreme items, but the query has no ORDER BY (or MAX/MIN)."
+    return ""
 
 
 def _summary(exc: QueryError) -> str:
@@ -163,13 +210,13 @@ def after_catalog(state: QueryState) -> Literal["adopt", "generate"]:
 
 
 def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]:
-    if state.get("error") or state.get("refusal"):
+    if state.get("error") or state.get("refusal") or state.get("query"):
         return DONE
     return "check" if state.get("draft") else "generate"
 
 
 def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
-    if state.get("error"):
+    if state.get("error") or state.get("query"):  # gave up, or the doubted result stands
         return DONE
     return "generate" if state.get("feedback") else "run"
 

@@ -39,6 +39,12 @@ class QueryInput(TypedDict, total=False):
     proposed: str
 
 
+class ResultRows(TypedDict):
+    query: str
+    rows: list[dict[str, Any]]
+    truncated: bool
+
+
 class QueryState(QueryInput, total=False):
     attempts: int
     draft: str  # the query of the latest attempt
@@ -50,6 +56,9 @@ class QueryState(QueryInput, total=False):
     refusal: str  # the model's reason the datasets cannot answer
     error: str  # why the run gave up
     tokens: int
+    # A result that ran but looked wrong (no rows, only NULLs, unordered "top" rows): it gets
+    # one repair, and stands when the repair does not give a result.
+    doubted: ResultRows
 
 
 @dataclass(frozen=True)
