@@ -366,8 +366,8 @@ async def test_per_stage_overrides_reach_the_right_stage(
         ("answer", ModelChoice("writer", "ollama")),
     ]
     assert [len(m.calls) for m in (planner, writer, answerer)] == [1, 1, 1]
-    assert "Put in \"query\"" in planner.prompts()[0]
-    assert "Task: write in \"query\"" in writer.prompts()[0]
+    assert 'Put in "query"' in planner.prompts()[0]
+    assert 'Task: write in "query"' in writer.prompts()[0]
     assert "Results:" in answerer.prompts()[0]
 
 
@@ -717,3 +717,17 @@ async def test_a_stage_without_a_usable_model_refuses_the_run_before_it_starts(
 
 def runs_refusing(services: Services, model: ScriptedChatModel, stage: str) -> Runs:
     return Runs(dataclasses.replace(services, models=NoModelFor(model, stage)))
+
+
+async def test_an_answer_with_a_number_not_in_the_rows_says_so(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    totals = "SELECT name, SUM(amount) AS total FROM orders GROUP BY name ORDER BY total DESC LIMIT 1"
+    tools.rows[totals] = [{"name": "Ann", "total": 30.5}]
+    chat_model.script += [PlanOutput(query=totals), "Ann spent the most: 45 EUR [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who spent the most?"))
+
+    answer = answer_of(events)
+    assert answer == "Ann spent the most: 45 EUR [1].\n\nNote: check this answer: 45 is not in the query results."
+    assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer

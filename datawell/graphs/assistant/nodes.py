@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from datawell.errors import ModelError, WebSearchError
 from datawell.graphs import tokens
+from datawell.graphs.assistant.grounding import unsupported_numbers
 from datawell.graphs.assistant.plans import join_sql_fragments, merge_clause_steps, proposed_query
 from datawell.graphs.assistant.prompting import (
     render_background,
@@ -253,6 +254,12 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     text = "".join(parts)
     if not text.strip():
         raise ModelError("the answering model returned an empty answer")
+    history = render_history(state.get("turns", []), deps.history_turns)
+    invented = unsupported_numbers(text, results, state["question"], history, *(r["instruction"] for r in results))
+    if invented:
+        notes.append(
+            f"check this answer: {', '.join(invented)} {'is' if len(invented) == 1 else 'are'} not in the query results."
+        )
     if notes:
         # Said by the service, not left to the model, so a stopped run always says so; sent
         # as a delta too, so the deltas add up to the answer.
