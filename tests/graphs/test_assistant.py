@@ -46,8 +46,8 @@ async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
 
 
 def oslo_turn(answer: str) -> list[object]:
-    """The scripted replies of one turn about Oslo: a one-step plan, its query, the answer."""
-    return [PlanOutput(more_steps=["Names of customers in Oslo"]), QueryDraft(query=OSLO), answer]
+    """The scripted replies of one turn about Oslo: the plan with its query, the answer."""
+    return [PlanOutput(query=OSLO), answer]
 
 
 @pytest.fixture(autouse=True)
@@ -65,24 +65,16 @@ def answer_of(events: list[GraphEvent]) -> str:
     return ready[0].text
 
 
-async def test_multi_step_plan_with_a_join_over_an_active_link(
+async def test_a_join_over_an_active_link(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(
-            more_steps=[
-                "Total order amount per customer name: customers LEFT JOIN orders on orders.customer_id = customers.id",
-                "Names of customers whose city is Oslo",
-            ],
-        ),
-        QueryDraft(query=TOTALS),
-        QueryDraft(query=OSLO),
-        "Ann spent 30.5 [1] and lives in Oslo [2].",
+    chat_model.script += [PlanOutput(query=TOTALS), "Ann spent 30.5 [1]."]
+    tools.rows[TOTALS] = [
+        {"name": "Ann", "total": 30.5, "__metadata": {"dataset": "customers"}},
+        {"name": "Bo", "total": None},
     ]
-    tools.rows[TOTALS] = [{"name": "Ann", "total": 30.5}, {"name": "Bo", "total": None}]
-    tools.rows[OSLO] = [{"name": "Ann", "__metadata": {"dataset": "customers"}}]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who in Oslo spent the most?"))
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did each customer spend?"))
 
     kinds = [e.type for e in events]
     deltas = kinds.count("answer-delta")
@@ -92,33 +84,32 @@ async def test_multi_step_plan_with_a_join_over_an_active_link(
         "plan",
         "step-started",
         "step",
-        "step-started",
-        "step",
         *["answer-delta"] * deltas,
         "answer",
         "run-finished",
     ]
     assert isinstance(events[0], RunStarted) and events[0].conversation_id
     plan = of_type(events, PlanReady)[0]
-    assert plan.text == "2 queries, one after the other." and len(plan.steps) == 2
-    steps = of_type(events, StepFinished)
-    assert [(s.index, s.query, s.reasoning, s.error) for s in steps] == [
-        (1, TOTALS, "written by the query model", None),
-        (2, OSLO, "written by the query model", None),
-    ]
-    assert steps[1].rows == [{"name": "Ann", "__metadata": {"dataset": "customers"}}]  # clients get every field
+    assert (plan.text, plan.steps) == ("One query answers the question.", ["How much did each customer spend?"])
+    [step] = of_type(events, StepFinished)
+    assert (step.index, step.query, step.reasoning, step.error) == (
+        1,
+        TOTALS,
+        "the query proposed with the question",
+        None,
+    )
+    assert step.rows[0] == {"name": "Ann", "total": 30.5, "__metadata": {"dataset": "customers"}}  # every field
     answer = answer_of(events)
-    assert answer == "Ann spent 30.5 [1] and lives in Oslo [2]."
+    assert answer == "Ann spent 30.5 [1]."
     assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
 
-    plan_prompt, first_query, second_query, answer_prompt = chat_model.prompts()
+    plan_prompt, answer_prompt = chat_model.prompts()
     assert "Joins:\n- orders.customer_id = customers.id (ExactMatch, 42 matching values)" in plan_prompt
     assert "customers.city" not in plan_prompt  # only active links feed the planner
-    assert "Question: Total order amount per customer name" in first_query
-    # A later step sees what earlier steps found; the answer sees every step, cited by number.
-    assert "name | total\nAnn | 30.5\nBo | null" in second_query
-    assert "[1] Total order amount per customer name" in answer_prompt
-    assert f"Query: {OSLO}" in answer_prompt
+    # The answer sees the step's query and rows, cited by number, without internal fields.
+    assert "[1] How much did each customer spend?" in answer_prompt
+    assert f"Query: {TOTALS}" in answer_prompt
+    assert "name | total\nAnn | 30.5\nBo | null" in answer_prompt
     assert "__metadata" not in answer_prompt
     assert all(c.user == "alice" and c.namespace == "alice/shop" for c in tools.calls)
 
@@ -149,8 +140,7 @@ async def test_every_stage_starts_with_the_same_prefix_for_a_namespace(
         PlanOutput(query=bad),
         QueryDraft(query=OSLO),
         "Ann [1].",
-        PlanOutput(more_steps=["Names of customers in Oslo"]),
-        QueryDraft(query=OSLO),
+        PlanOutput(query=OSLO),
         "Ann again [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -158,7 +148,7 @@ async def test_every_stage_starts_with_the_same_prefix_for_a_namespace(
     await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
     await ask(services, AskRequest(shop.user, shop.namespace, "And who lives in Oslo now?"))
 
-    assert len(chat_model.calls) == 6
+    assert len(chat_model.calls) == 5
     systems = {call[0].content for call in chat_model.calls}
     assert len(systems) == 1 and all(type(call[0]).__name__ == "SystemMessage" for call in chat_model.calls)
     prefix = systems.pop()
@@ -167,50 +157,12 @@ async def test_every_stage_starts_with_the_same_prefix_for_a_namespace(
     assert all(len(call) == 2 and "Question: " in str(call[1].content) for call in chat_model.calls)
 
 
-async def test_a_failing_step_query_is_repaired(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
-) -> None:
-    chat_model.script += [
-        PlanOutput(more_steps=["Names of customers in Oslo"]),
-        QueryDraft(query="SELECT name FROM customers WHERE town = 'Oslo'"),
-        QueryDraft(query=OSLO),
-        "Ann [1].",
-    ]
-    tools.rows[OSLO] = [{"name": "Ann"}]
-
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
-
-    step = of_type(events, StepFinished)[0]
-    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
-    assert "no column 'town'" in chat_model.prompts()[2]
-    assert events[-1].type == "run-finished"
-
-
-async def test_a_query_the_plan_wrote_runs_without_asking_the_query_writer(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
-) -> None:
-    # A small model's plan: the query as its one step, then a sentence about that query.
-    chat_model.script += [
-        PlanOutput(more_steps=[OSLO, "This query lists the customers who live in Oslo."]),
-        "Ann lives in Oslo [1].",
-    ]
-    tools.rows[OSLO] = [{"name": "Ann"}]
-
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
-
-    assert of_type(events, PlanReady)[0].steps == [f"Run this query: {OSLO}"]
-    [step] = of_type(events, StepFinished)
-    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
-    assert len(chat_model.calls) == 2  # the plan and the answer; no query writer
-    assert answer_of(events) == "Ann lives in Oslo [1]."
-
-
 async def test_a_query_the_plan_wrote_is_repaired_when_refused(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     bad = "SELECT name FROM customers WHERE town = 'Oslo'"
     chat_model.script += [
-        PlanOutput(more_steps=[bad]),
+        PlanOutput(query=bad),
         QueryDraft(query=OSLO),
         "Ann [1].",
     ]
@@ -229,8 +181,8 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += [
-        PlanOutput(more_steps=["Shoe sizes of customers"]),
-        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 3,
+        PlanOutput(query="SELECT shoe_size FROM customers"),
+        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
         "The shoe sizes could not be found [1].",
     ]
 
@@ -305,8 +257,8 @@ async def test_caller_context_is_background_and_never_widens_access(
     stolen = "SELECT salary FROM bob.secret.salaries"
     # A model that believes the fact and tries to read bob's namespace.
     chat_model.script += [
-        PlanOutput(more_steps=["Salaries from bob.secret.salaries"]),
-        *[QueryDraft(query=stolen)] * 3,
+        PlanOutput(query=stolen),
+        *[QueryDraft(query=stolen)] * 2,
         "I could not read the salaries [1].",
     ]
     tools.rows[stolen] = [{"salary": 999999}]
@@ -341,14 +293,14 @@ async def test_helper_prompt_reaches_every_stage(
     await ask(services, AskRequest(shop.user, shop.namespace, "Who?", helper_prompt="Answer in Norwegian."))
 
     prompts = chat_model.prompts()
-    assert len(prompts) == 3
+    assert len(prompts) == 2
     assert all("Additional instructions from the caller:\nAnswer in Norwegian." in p for p in prompts)
 
 
 async def test_per_stage_overrides_reach_the_right_stage(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    planner = ScriptedChatModel([PlanOutput(more_steps=["Names of customers in Oslo"])])
+    planner = ScriptedChatModel([PlanOutput(query="SELECT name FROM customers WHERE town = 'Oslo'")])
     writer = ScriptedChatModel([QueryDraft(query=OSLO)])
     answerer = ScriptedChatModel(["Ann."])
     chat_models.per_stage.update(plan=planner, query=writer, answer=answerer)
@@ -376,8 +328,7 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 ) -> None:
     chat_model.script += [
         *oslo_turn("Ann lives in Oslo [1]."),
-        PlanOutput(more_steps=["Total order amount per customer name"]),
-        QueryDraft(query=TOTALS),
+        PlanOutput(query=TOTALS),
         "Ann spent 30.5 [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -392,24 +343,24 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 
     assert isinstance(second[0], RunStarted) and second[0].conversation_id == conversation
     assert answer_of(second) == "Ann spent 30.5 [1]."
-    plan_prompt, _, answer_prompt = chat_model.prompts()[3:]
+    plan_prompt, answer_prompt = chat_model.prompts()[2:]
     for prompt in (plan_prompt, answer_prompt):
         assert "Earlier in this conversation (most recent last):\nQ: Who lives in Oslo?" in prompt
-        assert f"  step: Names of customers in Oslo -> {OSLO}" in prompt
+        assert f"  step: Who lives in Oslo? -> {OSLO}" in prompt
         assert "A: Ann lives in Oslo [1]." in prompt
         # caller context applies only to the turn it came with
         assert "team: sales" not in prompt
     # A new conversation starts empty.
-    chat_model.script += [PlanOutput(more_steps=[]), "Ask me about the shop."]
+    chat_model.script += [PlanOutput(), "Ask me about the shop."]
     fresh = await ask(services, AskRequest(shop.user, shop.namespace, "Hello"))
     assert fresh[0].conversation_id != conversation
-    assert "Earlier in this conversation" not in chat_model.prompts()[6]
+    assert "Earlier in this conversation" not in chat_model.prompts()[4]
 
 
 async def test_another_users_or_an_unknown_conversation_is_not_found(
     services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [PlanOutput(more_steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(), "Hello."]
     first = await ask(services, AskRequest(shop.user, shop.namespace, "Hi"))
     conversation = first[0].conversation_id
     bob_user = await user_named(services, "bob")
@@ -435,7 +386,7 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
         "message": "the planning model did not return a plan",
     }
 
-    chat_model.script += [PlanOutput(more_steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(), "Hello."]
     again = await ask(
         services, AskRequest(shop.user, shop.namespace, "Second", conversation_id=failed[0].conversation_id)
     )
@@ -444,22 +395,20 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
 
 
 async def test_the_step_budget_trims_the_plan_and_the_answer_says_so(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, search_server: str
 ) -> None:
+    services.settings.web_search_url = search_server
     services.settings.max_steps = 1
-    chat_model.script += [
-        PlanOutput(more_steps=["Names of customers in Oslo", "Totals", "More"]),
-        QueryDraft(query=OSLO),
-        "Ann [1].",
-    ]
+    chat_model.script += [PlanOutput(query=OSLO, web_search="Oslo weather"), "Ann [1]."]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who?"))
 
-    assert of_type(events, PlanReady)[0].steps == ["Names of customers in Oslo"]
+    assert of_type(events, PlanReady)[0].steps == ["Who?"]
     assert len(of_type(events, StepFinished)) == 1
     answer = answer_of(events)
-    assert answer == "Ann [1].\n\nNote: The plan had 3 steps; only the first 1 ran (the limit is 1 steps a run)."
+    assert answer == "Ann [1].\n\nNote: The plan had 2 steps; only the first 1 ran (the limit is 1 steps a run)."
     assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
+    assert SearxHandler.queries == []
 
 
 class MeteredModel(ScriptedChatModel):
@@ -474,12 +423,9 @@ class MeteredModel(ScriptedChatModel):
 async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    services.settings.max_tokens_per_run = 800  # the plan (500) fits; the plan and one query (1000) do not
+    services.settings.max_tokens_per_run = 800  # the plan (500) fits; the plan and one repair (1000) do not
     chat_models.model = model = MeteredModel(
-        [
-            PlanOutput(more_steps=["Names of customers in Oslo", "Totals per customer"]),
-            QueryDraft(query=OSLO),
-        ]
+        [PlanOutput(query="SELECT name FROM customers WHERE town = 'Oslo'"), QueryDraft(query=OSLO)]
     )
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who?"))
@@ -487,7 +433,6 @@ async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
     assert len(of_type(events, StepFinished)) == 1
     answer = answer_of(events)
     assert answer.startswith("I stopped before writing an answer: this run used its token budget of 800 tokens.")
-    assert "The token budget (800 tokens a run) stopped the run after 1 of 2 steps." in answer
     assert len(model.calls) == 2  # no answer call once the budget is spent
     assert events[-1].type == "run-finished"
 
@@ -495,11 +440,11 @@ async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
 async def test_the_token_budget_stops_repairs_inside_a_step(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    services.settings.max_tokens_per_run = 1200  # the plan (500) and two tries at the query (1000) overrun it
+    services.settings.max_tokens_per_run = 900  # the plan (500) and one repair (500) overrun it
     chat_models.model = model = MeteredModel(
         [
-            PlanOutput(more_steps=["Shoe sizes of customers"]),
-            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 3,
+            PlanOutput(query="SELECT shoe_size FROM customers"),
+            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
         ]
     )
 
@@ -508,7 +453,7 @@ async def test_the_token_budget_stops_repairs_inside_a_step(
     step = of_type(events, StepFinished)[0]
     assert step.error == "the token budget ran out after 2 attempt(s) to write the query"
     assert answer_of(events).startswith("I stopped before writing an answer")
-    assert len(model.calls) == 3
+    assert len(model.calls) == 2
 
 
 async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
@@ -518,8 +463,7 @@ async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
     many = "SELECT id, amount FROM orders"
     tools.rows[many] = [{"id": i, "amount": float(i * 10)} for i in range(1, 6)]
     chat_model.script += [
-        PlanOutput(more_steps=["All orders"]),
-        QueryDraft(query=many),
+        PlanOutput(query=many),
         "Five orders [1].",
     ]
 
@@ -571,8 +515,7 @@ async def test_web_search_adds_a_step_when_configured(
 ) -> None:
     services.settings.web_search_url = search_server
     chat_model.script += [
-        PlanOutput(more_steps=["Names of customers in Oslo"], web_search="Oslo weather this week"),
-        QueryDraft(query=OSLO),
+        PlanOutput(query=OSLO, web_search="Oslo weather this week"),
         "Ann [1]; rain is expected [2].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -584,7 +527,7 @@ async def test_web_search_adds_a_step_when_configured(
     assert (web.index, web.query, web.error) == (2, "Oslo weather this week", None)
     assert web.rows == [{"title": "Oslo weather", "url": "https://example.org/oslo", "snippet": "Rain all week."}]
     assert SearxHandler.queries == ["Oslo weather this week"]
-    plan_prompt, _, answer_prompt = chat_model.prompts()
+    plan_prompt, answer_prompt = chat_model.prompts()
     assert "You may also search the web once" in plan_prompt
     assert "[2] Search the web for: Oslo weather this week (web results, not from the datasets)" in answer_prompt
     assert "- Oslo weather (https://example.org/oslo): Rain all week." in answer_prompt
@@ -600,7 +543,7 @@ async def test_web_search_is_off_per_request_or_without_a_provider(
     configured: bool,
 ) -> None:
     services.settings.web_search_url = search_server if configured else None
-    chat_model.script += [PlanOutput(more_steps=[], web_search="Oslo weather"), "No data."]
+    chat_model.script += [PlanOutput(web_search="Oslo weather"), "No data."]
 
     events = await ask(
         services, AskRequest(shop.user, shop.namespace, "Rain?", web_search=False if configured else None)
@@ -643,49 +586,6 @@ async def test_a_consumer_that_stops_listening_stops_the_run(
 
     assert len(chat_model.calls) == 1  # neither the step's query nor the answer was asked for
     assert tools.ran() == []
-
-
-def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
-    from datawell.graphs.assistant.plans import join_sql_fragments
-
-    steps = [
-        "SELECT c.name, SUM(o.quantity * o.unit_price) AS total",
-        "FROM customers c",
-        "JOIN orders o ON c.customer_id = o.customer_id",
-        "GROUP BY c.name",
-        "ORDER BY total DESC",
-        "This query adds up what each customer spent.",
-        "List the countries of the customers.",
-        "From orders, count the orders per product.",
-    ]
-    assert join_sql_fragments(steps) == [
-        "Run this query: SELECT c.name, SUM(o.quantity * o.unit_price) AS total FROM customers c "
-        "JOIN orders o ON c.customer_id = o.customer_id GROUP BY c.name ORDER BY total DESC",
-        "List the countries of the customers.",
-        "From orders, count the orders per product.",
-    ]
-
-
-def test_steps_that_are_clauses_in_words_join_the_step_before() -> None:
-    from datawell.graphs.assistant.plans import merge_clause_steps
-
-    steps = [
-        "In orders, join customers on customer_ref to get customer information.",
-        "Filter orders to only include those with a status of 'delivered'.",
-        "Group the results by customer_code.",
-        "Order the results by the total in descending order.",
-        "Find the orders of that customer in 2024.",
-        "Run this query: SELECT 1",
-        "Sort the rows.",
-    ]
-    assert merge_clause_steps(steps) == [
-        "In orders, join customers on customer_ref to get customer information; filter orders to only include "
-        "those with a status of 'delivered'; group the results by customer_code; order the results by the total "
-        "in descending order.",
-        "Find the orders of that customer in 2024.",
-        "Run this query: SELECT 1",
-        "Sort the rows.",
-    ]
 
 
 class NoModelFor(FixedChatModels):

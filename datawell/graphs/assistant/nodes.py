@@ -13,7 +13,6 @@ from langgraph.runtime import Runtime
 from datawell.errors import ModelError, WebSearchError
 from datawell.graphs import tokens
 from datawell.graphs.assistant.grounding import unsupported_numbers
-from datawell.graphs.assistant.plans import join_sql_fragments, merge_clause_steps, proposed_query
 from datawell.graphs.assistant.prompting import (
     render_background,
     render_history,
@@ -103,25 +102,21 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
 
 
 def planned_steps(question: str, output: PlanOutput) -> list[PlannedStep]:
-    """The plan's query is the first step, asked as the question itself; the steps in words
-    after it each go to the query writer."""
-    steps: list[PlannedStep] = []
-    if output.query.strip():
-        steps.append(PlannedStep(instruction=question, kind="data", search="", query=output.query.strip()))
-    for instruction in merge_clause_steps(join_sql_fragments(output.more_steps)):
-        steps.append(PlannedStep(instruction=instruction, kind="data", search="", query=proposed_query(instruction)))
-    return steps
+    """The plan's query is the one data step, asked as the question itself: a failed check
+    or run sends the question and the failure to the query writer for a repair."""
+    if not output.query.strip():
+        return []
+    return [PlannedStep(instruction=question, kind="data", search="", query=output.query.strip())]
 
 
 def plan_summary(steps: list[PlannedStep], refusal: str) -> str:
     """The plan in a sentence, said by the service rather than written by the model."""
-    data = sum(1 for s in steps if s["kind"] == "data")
     if not steps:
         return f"The datasets cannot answer this: {refusal.strip()}" if refusal.strip() else "No query can answer this."
-    parts = ["one query answers the question" if data == 1 else f"{data} queries, one after the other"]
-    if len(steps) > data:
-        parts.append("and a web search")
-    return " ".join(parts).capitalize() + "."
+    kinds = {s["kind"] for s in steps}
+    if kinds == {"data", "web"}:
+        return "One query and a web search answer the question."
+    return "A web search answers the question." if kinds == {"web"} else "One query answers the question."
 
 
 async def step(

@@ -88,16 +88,15 @@ class AssistantState(TypedDict, total=False):
 
 
 class PlanOutput(BaseModel):
-    """The query that answers the question, and further steps only when one query cannot.
+    """The query that answers the question.
 
-    The plan writes the query itself: a question that needs one query is one model call for
-    plan and query together. There is no summary or reasoning before the query: the small
-    model decodes about 25 tokens a second, and those sentences cost seconds each call."""
+    The plan writes the query itself, so a question is one model call for plan and query
+    together. One query a question: a part that needs another part's rows is a subquery or
+    a WITH clause of the same query. There is no summary, reasoning or list of steps before
+    the query: the small model decodes about 25 tokens a second, and given a list of steps
+    it filled it with sentences about its own query (the demo question: six steps, five of
+    them restating the first, 195 s)."""
 
-    query: str = Field("", description="One SELECT statement that answers the question (or its first part).")
-    more_steps: list[str] = Field(
-        default_factory=list,
-        description="Only when a later part needs the first query's rows: one plain-English instruction per part.",
-    )
+    query: str = Field("", description="One SELECT statement that answers the question.")
     refusal: str = Field("", description="Why the datasets cannot answer the question; empty when giving a query.")
     web_search: str = Field("", description="Words to search the web for, when allowed and needed; else empty.")
