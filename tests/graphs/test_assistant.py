@@ -320,7 +320,7 @@ async def test_per_stage_overrides_reach_the_right_stage(
     assert [len(m.calls) for m in (planner, writer, answerer)] == [1, 1, 1]
     assert 'Put in "query"' in planner.prompts()[0]
     assert 'Task: write in "query"' in writer.prompts()[0]
-    assert "Results:" in answerer.prompts()[0]
+    assert "What the queries for this question found:" in answerer.prompts()[0]
 
 
 async def test_a_continued_conversation_carries_the_earlier_turns(

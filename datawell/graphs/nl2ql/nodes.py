@@ -100,7 +100,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),
         helper_prompt=helper_block(runtime.context.helper_prompt),
-        context=f"\n{state['context'].strip()}\n" if state.get("context", "").strip() else "",
+        context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
