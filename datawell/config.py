@@ -79,7 +79,7 @@ class Settings(BaseSettings):
 
     # Assistant budgets
     max_steps: int = 5
-    max_rows_per_step: int = Field(20, ge=1, description="Rows of a step the answer model reads; the rest are summarised.")
+    max_rows_per_step: int = Field(10, ge=1, description="Rows of a step the answer model reads; the rest are summarised.")
     max_tokens_per_run: int = 20000
 
     web_search_url: str | None = Field(None, description="SearXNG-style JSON search endpoint; unset: no web search.")

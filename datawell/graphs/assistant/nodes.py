@@ -44,7 +44,7 @@ WEB_RULE = (
 @dataclass(frozen=True)
 class Budgets:
     max_steps: int = 5
-    max_rows_per_step: int = 20
+    max_rows_per_step: int = 10
     max_tokens_per_run: int = 20000  # 0: no limit
 
 
