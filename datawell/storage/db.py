@@ -13,6 +13,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from datawell.storage.direct import DirectReads
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -44,6 +46,7 @@ class Database:
         self.url = url
         self.engine = create_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.direct = DirectReads(url)  # the API's hot reads, past the ORM (`storage.direct`)
 
     @property
     def dialect(self) -> str:
@@ -74,4 +77,5 @@ class Database:
             yield session
 
     async def close(self) -> None:
+        await self.direct.close()
         await self.engine.dispose()

@@ -73,8 +73,7 @@ class TokenAuthority:
             raise Unauthorized("the bearer token has expired") from None
         except jwt.PyJWTError:
             raise Unauthorized("the bearer token is invalid") from None
-        async with self.db.read() as session:
-            user = await active_token_user(session, claims["jti"])
+        user = await active_token_user(self.db.direct, claims["jti"])
         if user is None:
             raise Unauthorized("the bearer token has been revoked or is unknown")
         return user
