@@ -71,8 +71,8 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session for reading only: no transaction is begun or committed explicitly, which
-        saves a round trip per request on the hot read paths (token check, listings)."""
+        """A session for reading only: no transaction is begun or committed explicitly. The
+        hottest reads (token check, dataset listing) skip sessions altogether: `self.direct`."""
         async with self.sessions() as session:
             yield session
 
