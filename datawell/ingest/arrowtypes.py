@@ -17,6 +17,7 @@ _REAL = r"^[+-]?((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATE_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _WORDS = pa.array(sorted(TRUE_WORDS | FALSE_WORDS))
 _TRUE = pa.array(sorted(TRUE_WORDS))
+HEAD_VALUES = 1024
 
 
 def _all(mask: pa.Array) -> bool:
@@ -83,21 +84,28 @@ def coerce_text_array(values: pa.Array, field_type: str) -> pa.Array | None:
     return convert(nulled)
 
 
+def _fits_nothing(values: pa.Array) -> bool:
+    real = pc.match_substring_regex(values, _REAL)
+    word = pc.is_in(pc.ascii_lower(values), value_set=_WORDS)
+    date = pc.match_substring_regex(values, _DATE_START)
+    return not _all(pc.or_(pc.or_(real, word), date))
+
+
 def infer_text_array(values: pa.Array) -> str | None:
     """The type of a batch of text values when Arrow settles it; `text` as soon as one value
-    fits nothing else; None for no value at all or when the Python rules must decide."""
+    fits nothing else; None for no value at all or when the Python rules must decide.
+
+    Every check holds for all values or fails, so each is tried on the batch's first values
+    before the whole batch: most columns are settled by their first few values at the cost
+    of one pass over the batch."""
     stripped, present = _present(values)
     nulled = pc.drop_null(pc.if_else(present, stripped, pa.scalar(None, pa.string())))
     if len(nulled) == 0:
         return None
-    real = pc.match_substring_regex(nulled, _REAL)
-    word = pc.is_in(pc.ascii_lower(nulled), value_set=_WORDS)
-    date = pc.match_substring_regex(nulled, _DATE_START)
-    if not _all(pc.or_(pc.or_(real, word), date)):
+    head = nulled.slice(0, HEAD_VALUES)
+    if _fits_nothing(head):
         return "text"
-    for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans)):
-        if convert(nulled) is not None:
+    for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans), ("timestamp", _timestamps)):
+        if convert(head) is not None and convert(nulled) is not None:
             return kind
-    if _timestamps(nulled) is not None:
-        return "timestamp"
-    return None
+    return "text" if _fits_nothing(nulled) else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,7 +61,8 @@ class ArrowCsv:
                 reader = pcsv.open_csv(raw, read_options=read, parse_options=parse, convert_options=convert)
                 for block in reader:
                     for column in block.columns:
-                        if len(column) and (pc.max(pc.utf8_length(column)).as_py() or 0) > limit:
+                        # Bytes bound characters from above: count characters only past the limit.
+                        if _longest(column, pc.binary_length) > limit and _longest(column, pc.utf8_length) > limit:
                             raise Fallback
                     block = block.rename_columns([fields[n] for n in block.schema.names])
                     position = raw.tell()
@@ -68,6 +70,10 @@ class ArrowCsv:
                         yield block.slice(start, size), position
             except (pa.ArrowException, UnicodeError, ValueError) as exc:
                 raise Fallback from exc
+
+
+def _longest(column: pa.Array, length: Any) -> int:
+    return int(pc.max(length(column)).as_py() or 0) if len(column) else 0
 
 
 def columnar(table: object, mapped: dict[str, str]) -> ArrowCsv | None:

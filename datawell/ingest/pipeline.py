@@ -226,19 +226,22 @@ class Ingest:
     async def write_columnar(self, arrow: ArrowCsv) -> int:
         """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
         batches = arrow.batches(self.batch_rows)
-        if not self.dataset.field_types:
-            spool = self.workdir / "columns.arrows"
-            inference = TypeInference(self.dataset.schema_definition)
-            async for position in pull(infer_and_spool(batches, inference, spool)):
-                await self.tracker.progress(min(position, self.total_bytes), 0, INFERRING)
-            await self.settle(inference)
-            batches = spooled(spool, self.total_bytes)
-        await self.services.rows.stage(self.dataset, self.attempt.id)
         large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
         writer = self.services.rows.writer(self.attempt.id, large=large)
+        opening = asyncio.ensure_future(writer.open())  # while the types are inferred
         try:
+            if not self.dataset.field_types:
+                spool = self.workdir / "columns.arrows"
+                inference = TypeInference(self.dataset.schema_definition)
+                async for position in pull(infer_and_spool(batches, inference, spool)):
+                    await self.tracker.progress(min(position, self.total_bytes), 0, INFERRING)
+                await self.settle(inference)
+                batches = spooled(spool, self.total_bytes)
+            await opening
+            await self.services.rows.stage(self.dataset, self.attempt.id)
             return await self.write_batches(writer, (b for b in typed(batches, dataset_columns(self.dataset))))
         finally:
+            await asyncio.wait([opening])
             await writer.close()
 
     async def write_batches(self, writer: StageWriter, batches: Any) -> int:
