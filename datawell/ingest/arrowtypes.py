@@ -109,3 +109,64 @@ def infer_text_array(values: pa.Array) -> str | None:
         if convert(head) is not None and convert(nulled) is not None:
             return kind
     return "text" if _fits_nothing(nulled) else None
+
+
+# Arrays of other types than text (Parquet columns, JSON numbers and booleans). Each rule
+# gives what the Python rules give for the array's values (`to_pylist()`), or None.
+ARROW_KINDS = {"integer": pa.int64(), "real": pa.float64(), "boolean": pa.bool_()}
+_EXACT_INTEGERS = (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32())
+
+
+def _native_kind(values: pa.Array) -> str | None:
+    """The type Python's rules give to every value of a typed array, or None."""
+    kind = values.type
+    if pa.types.is_boolean(kind):
+        return "boolean"
+    if kind in _EXACT_INTEGERS:
+        return "integer"
+    if kind in (pa.float32(), pa.float64()):
+        return "real" if _all(pc.is_finite(values)) else None  # not finite: text, by Python's rules
+    if (pa.types.is_timestamp(kind) and kind.unit != "ns") or pa.types.is_date(kind):
+        return "timestamp"
+    return None
+
+
+def _coerce_native(values: pa.Array, field_type: str) -> pa.Array | None:
+    natural = _native_kind(values)
+    if natural is None or field_type == "text":
+        return None  # Python spells numbers, booleans and dates as text its own way
+    if natural == field_type == "timestamp":  # naive ones are UTC; aware ones are held in UTC
+        zone = "UTC" if getattr(values.type, "tz", None) else None
+        return pc.cast(values, pa.timestamp("us", zone)).cast(pa.timestamp("us"))
+    if natural == field_type:
+        return pc.cast(values, ARROW_KINDS[field_type])
+    if natural == "integer" and field_type == "real":
+        return pc.cast(values, pa.float64(), safe=False)  # rounded to nearest, as float(int)
+    return None
+
+
+def _as_text_array(values: pa.Array) -> pa.Array | None:
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        return _as_text_array(values.dictionary_decode())
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return values.cast(pa.string())
+    return None
+
+
+def infer_array(values: pa.Array) -> str | None:
+    """`infer_text_array` for an array of any type."""
+    text = _as_text_array(values)
+    if text is not None:
+        return infer_text_array(text)
+    if values.null_count == len(values):
+        return None
+    return _native_kind(values.drop_null())
+
+
+def coerce_array(values: pa.Array, field_type: str) -> pa.Array | None:
+    """`coerce_text_array` for an array of any type."""
+    text = _as_text_array(values)
+    if text is not None:
+        return coerce_text_array(text, field_type)
+    return _coerce_native(values, field_type)

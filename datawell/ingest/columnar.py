@@ -1,12 +1,14 @@
-"""Delimited files the columnar way: pyarrow's CSV reader parses, Arrow kernels infer and
-coerce types a batch at a time, and batches go to the row store without a Python object
-per value.
+"""Tabular files the columnar way: pyarrow reads them (CSV/TSV, Parquet, JSON Lines), Arrow
+kernels infer and coerce types a batch at a time, and batches go to the row store without a
+Python object per value.
 
-It only vouches for what it can read exactly as the row-by-row reader (`tabular.CsvTable`)
-would. Anything else (a ragged or badly quoted record, undecodable bytes, a field over the
-size limit, a value that does not fit its type, a header not on the first line) raises
-`Fallback`, and the attempt is read again row by row from a fresh stage: that path keeps
-every rule and names the line, field and value in its message."""
+It only vouches for what it can read exactly as the row-by-row readers (`tabular`) would.
+Anything else (a ragged or badly quoted record, undecodable bytes, a field over the size
+limit, a value that does not fit its type, a CSV header not on the first line, a JSON record
+pyarrow reads otherwise than Python) raises `Fallback`, and the attempt is read again row by
+row from a fresh stage: that path keeps every rule and limit and names the line, field and
+value in its message. Values of types Arrow has no rule for (`arrowtypes`) go through the
+Python rules a batch at a time, which decide exactly as the row path."""
 
 from __future__ import annotations
 
@@ -19,9 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.ipc as ipc
 
-from datawell.ingest.arrowtypes import coerce_text_array, infer_text_array
+from datawell.ingest.arrowtypes import coerce_array, infer_array
 from datawell.ingest.delimited import CsvTable
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
+from datawell.ingest.tabular import JsonTable, ParquetTable
 from datawell.storage.rows import ARROW_TYPES, arrow_column
 
 BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time
@@ -76,9 +79,76 @@ def _longest(column: pa.Array, length: Any) -> int:
     return int(pc.max(length(column)).as_py() or 0) if len(column) else 0
 
 
-def columnar(table: object, mapped: dict[str, str]) -> ArrowCsv | None:
-    """The columnar reader of `table`, if it can take it: a delimited file whose header is its first line."""
-    return ArrowCsv(table, mapped) if isinstance(table, CsvTable) and table.header_line == 1 else None
+class ArrowParquet:
+    """The mapped columns of a Parquet file, in their own Arrow types, named by their fields."""
+
+    def __init__(self, table: ParquetTable, mapped: dict[str, str]) -> None:
+        self.table = table
+        self.indexes = {field: table.columns.index(column) for field, column in mapped.items()}
+
+    def batches(self, size: int) -> Iterator[Positioned]:
+        import pyarrow.parquet as pq
+
+        try:
+            file = pq.ParquetFile(self.table.path)
+            names = file.schema_arrow.names
+            # By name when names are unique (only those columns are read); else all, by position.
+            unique = len(set(names)) == len(names)
+            wanted = [names[i] for i in self.indexes.values()] if unique else None
+            total_rows, total_bytes, done = max(file.metadata.num_rows, 1), self.table.path.stat().st_size, 0
+            for batch in file.iter_batches(batch_size=size, columns=wanted):
+                done += batch.num_rows
+                columns = [batch.column(names[i]) if unique else batch.column(i) for i in self.indexes.values()]
+                yield pa.RecordBatch.from_arrays(columns, names=list(self.indexes)), total_bytes * done // total_rows
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise Fallback from exc
+
+
+class ArrowJsonLines:
+    """The mapped keys of a JSON Lines file (UTF-8), through pyarrow's JSON reader, which types
+    numbers and booleans as JSON does. Records it would read otherwise than Python's `json`
+    (a key repeated in one object, a type that changes from block to block, a value nested in
+    an object or list anywhere in the record) fall back to the row path."""
+
+    def __init__(self, table: JsonTable, mapped: dict[str, str]) -> None:
+        self.table = table
+        self.mapped = mapped
+
+    def batches(self, size: int) -> Iterator[Positioned]:
+        import pyarrow.json as pjson
+
+        read = pjson.ReadOptions(block_size=BLOCK_BYTES)
+        with self.table.path.open("rb") as raw:
+            try:
+                reader = pjson.open_json(raw, read_options=read)
+                for block in reader:
+                    if any(pa.types.is_nested(kind) for kind in block.schema.types):
+                        raise Fallback  # the row path checks how deep records nest, and says so
+                    columns = [
+                        block.column(c) if c in block.schema.names else pa.nulls(block.num_rows)
+                        for c in self.mapped.values()
+                    ]
+                    block = pa.RecordBatch.from_arrays(columns, names=list(self.mapped))
+                    position = raw.tell()
+                    for start in range(0, block.num_rows, size):
+                        yield block.slice(start, size), position
+            except (pa.ArrowException, UnicodeError, ValueError) as exc:
+                raise Fallback from exc
+
+
+Columnar = ArrowCsv | ArrowParquet | ArrowJsonLines
+
+
+def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
+    """The columnar reader of `table`, if it can take it: a delimited file whose header is its
+    first line, a Parquet file, a JSON Lines file in UTF-8."""
+    if isinstance(table, CsvTable) and table.header_line == 1:
+        return ArrowCsv(table, mapped)
+    if isinstance(table, ParquetTable):
+        return ArrowParquet(table, mapped)
+    if isinstance(table, JsonTable) and table.mode == "lines" and table.encoding in ("utf-8", "ascii"):
+        return ArrowJsonLines(table, mapped)
+    return None
 
 
 def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[int]:
@@ -94,7 +164,7 @@ def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spo
                 if inference.types[name] == "text":
                     continue
                 values = batch.column(name)
-                kind = infer_text_array(values)
+                kind = infer_array(values)
                 if kind is None:
                     inference.observe(name, values.to_pylist())
                 else:
@@ -122,7 +192,7 @@ def typed(batches: Iterator[Positioned], types: dict[str, str]) -> Iterator[Posi
                 arrays.append(pa.nulls(batch.num_rows, ARROW_TYPES[kind]))
                 continue
             values = batch.column(name)
-            coerced = coerce_text_array(values, kind)
+            coerced = coerce_array(values, kind)
             if coerced is None:
                 try:
                     coerced = arrow_column(coerce_column(values.to_pylist(), kind), kind)

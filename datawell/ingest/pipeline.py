@@ -5,8 +5,8 @@ extract records per chunk with the model, spooled to a local file) -> column typ
 at the dataset's first ingestion, else the dataset's) -> stage -> coerce and write in
 batches -> publish -> embed the published rows (`embedding`).
 
-Delimited files take the columnar path (`columnar`: parsed once by pyarrow, typed by Arrow
-kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
+Delimited, Parquet and JSON Lines files take the columnar path (`columnar`: parsed once by
+pyarrow, typed by Arrow kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
 take the row path (`records`). Parsing and coercion run in a thread a batch at a time, so an
 in-process worker does not stall the API, and cancellation (shutdown) takes effect between
 batches.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed, NotFound
-from datawell.ingest.columnar import ArrowCsv, Fallback, columnar, infer_and_spool, spooled, typed
+from datawell.ingest.columnar import Columnar, Fallback, columnar, infer_and_spool, spooled, typed
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
@@ -77,7 +77,7 @@ class Structured:
     records: Records
     strict: bool  # a value that does not fit its type fails the attempt (else it is left empty)
     summary: str
-    columnar: ArrowCsv | None = None  # the same file for the columnar path, when it can take it
+    columnar: Columnar | None = None  # the same file for the columnar path, when it can take it
 
 
 class Ingest:
@@ -223,7 +223,7 @@ class Ingest:
         self.dataset.field_types = types
         return dataset_columns(self.dataset)
 
-    async def write_columnar(self, arrow: ArrowCsv) -> int:
+    async def write_columnar(self, arrow: Columnar) -> int:
         """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
         batches = arrow.batches(self.batch_rows)
         large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
