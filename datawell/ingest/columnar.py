@@ -151,7 +151,7 @@ def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
     return None
 
 
-def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[int]:
+def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[Positioned]:
     """Observe every batch's types and keep the batch in a local Arrow file, so the file is
     parsed once even when its types must be known before the first row is written."""
     writer: ipc.RecordBatchStreamWriter | None = None
@@ -169,10 +169,31 @@ def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spo
                     inference.observe(name, values.to_pylist())
                 else:
                     inference.settle(name, kind)
-            yield position
+            yield batch, position
     finally:
         if writer is not None:
             writer.close()
+
+
+Ahead = tuple[pa.RecordBatch | None, int, dict[str, str]]  # typed batch (None: guess broken), position, guess
+
+
+def typed_ahead(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[Ahead]:
+    """`infer_and_spool`, and each batch typed by the types the batches so far suggest (the
+    guess: what the first batch suggests), so writing need not wait for the whole file's
+    inference: the guess usually holds to the end. Once a batch changes a type, no later
+    batch is typed (None); the caller rewrites the file from the spool with the final types."""
+    guess: dict[str, str] | None = None
+    broken = False
+    for batch, position in infer_and_spool(batches, inference, spool):
+        seen = inference.result()
+        guess = guess or seen
+        broken = broken or seen != guess  # for good: a type may come back to the guess later
+        if broken:
+            yield None, position, guess
+            continue
+        for typed_batch, _ in typed(iter([(batch, position)]), guess):
+            yield typed_batch, position, guess
 
 
 def spooled(spool: Path, position: int) -> Iterator[Positioned]:

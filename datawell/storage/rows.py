@@ -93,9 +93,10 @@ class RowStore:
                     raise
         return table
 
-    async def stage(self, dataset: Dataset, ingestion_id: str) -> None:
-        """A fresh, empty staging table for this ingestion (dropping any left by a dead worker)."""
-        staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
+    async def stage(self, dataset: Dataset, ingestion_id: str, types: Mapping[str, str] | None = None) -> None:
+        """A fresh, empty staging table for this ingestion (dropping any left by a dead worker),
+        with the dataset's column types or `types`."""
+        staged = table_for(staging_name(ingestion_id), types or dataset_columns(dataset))
         async with self.engine.begin() as connection:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))

@@ -162,3 +162,33 @@ async def test_bad_files_end_with_the_row_paths_message(
     assert done.status == "FAILED"
     assert message in done.status_message
     assert "Traceback" not in done.status_message
+
+
+async def test_types_that_change_after_the_first_batch_are_written_again_from_the_spool(
+    client, services: Services, alice: Account, row_reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first ingestion writes on the types its first batch suggests while it infers the
+    rest; when a later batch changes them (integer → real, empty → integer, integer → text)
+    the stage is written again with the final types: the same rows as the row path, no
+    duplicates."""
+    services.settings.ingest_batch_rows = 2
+    rewrites: list[str] = []
+    write_typed = pipeline.Ingest.write_typed
+
+    async def spy(self: pipeline.Ingest, batches: Any) -> int:
+        rewrites.append(self.attempt.id)
+        return await write_typed(self, batches)
+
+    monkeypatch.setattr(pipeline.Ingest, "write_typed", spy)
+    data = b"n,x,tag,label\n1,,1,a\n2,,2,b\n2.5,7,x,c\n4,8,3,d\n5,,4,e\n"
+    await create_dataset(client, alice, "columnar", SCHEMA)
+    await create_dataset(client, alice, "rows", SCHEMA)
+    done = await ingest(services, "columnar", "r.csv", data)
+    assert done.status == "SUCCEEDED", done.status_message
+    assert row_reads == [] and rewrites == [done.id]
+    monkeypatch.setattr(pipeline, "columnar", lambda table, mapped: None)
+    assert (await ingest(services, "rows", "r.csv", data)).status == "SUCCEEDED"
+    rows, types = await fields_and_types(services, "columnar")
+    assert (rows, types) == await fields_and_types(services, "rows")
+    assert [r["n"] for r in rows] == [1.0, 2.0, 2.5, 4.0, 5.0]
+    assert (types["n"], types["x"], types["tag"]) == ("real", "integer", "text")
