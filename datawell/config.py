@@ -73,6 +73,11 @@ class Settings(BaseSettings):
     query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
     query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
+    schema_prune_tables: int = Field(
+        6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
+    )
+    schema_prune_columns: int = Field(60, ge=1, description="...or with more columns than this, in all its tables.")
+    schema_prune_keep: int = Field(6, ge=1, description="At most this many tables in a pruned catalog.")
 
     # Assistant budgets
     max_steps: int = 5

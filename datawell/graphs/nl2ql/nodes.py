@@ -21,9 +21,11 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
+from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryTools
 
 NO_LINKS = "(none)"
+UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 DONE = cast(Literal["__end__"], END)
 
 
@@ -35,11 +37,13 @@ class QueryDeps:
     db: Database
     max_attempts: int = 3
     dialect: str = "SQLite"  # whose date functions the model is told to use
+    pruner: SchemaPruner | None = None  # None: the whole catalog for every question
 
 
-def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
-    """Active links as joins between tables named as queries name them. Links to datasets
-    the caller cannot read are left out: the catalog is what this caller may see."""
+def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
+    """Active links as (table.column, table.column, match type, hits) with tables named as
+    queries name them. Links to datasets the catalog lacks (the caller cannot read them, or
+    pruning left them out) are left out."""
     tables = {(t.namespace.name, t.name.rsplit(".", 1)[-1]): t.name for t in catalog.tables}
 
     def column(end: str) -> str | None:
@@ -48,21 +52,43 @@ def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> st
         table = tables.get((namespace, dataset))
         return f"{table}.{field}" if table and field else None
 
-    lines = []
+    found = []
     for origin, destination, match_type, hits in links:
         left, right = column(origin), column(destination)
         if left and right:
-            lines.append(f"- {left} = {right} ({match_type}, {hits} matching values)")
+            found.append((left, right, match_type, hits))
+    return found
+
+
+def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
+    """Active links as joins, for the prompt."""
+    lines = [
+        f"- {left} = {right} ({kind}, {hits} matching values)"
+        for left, right, kind, hits in link_columns(catalog, links)
+    ]
     return "\n".join(lines) or NO_LINKS
 
 
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef) -> tuple[str, str]:
-    """The catalog and its joins as prompt text, for this caller."""
+async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str]:
+    """The catalog and its joins as prompt text, for this caller; with a question, only the
+    tables relevant to it when the namespace is large (schema pruning)."""
+    text, links, _ = await described(deps, user, namespace, question)
+    return text, links
+
+
+async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str, bool]:
+    """`describe`, and whether pruning left tables out."""
     catalog = await deps.tools.catalog(user, namespace)
     async with deps.db.session() as session:
         links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
-    text = catalog.render() if catalog.tables else f"(namespace {namespace} has no datasets yet)"
-    return text, render_links(catalog, links)
+    shown = catalog
+    if question and deps.pruner is not None:
+        ends = link_columns(catalog, links)
+        shown = await deps.pruner.prune(
+            catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
+        )
+    text = shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)"
+    return text, render_links(shown, links), len(shown.tables) < len(catalog.tables)
 
 
 def helper_block(helper_prompt: str) -> str:
@@ -81,8 +107,8 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    text, links = await describe(deps, runtime.context.user, runtime.context.namespace)
-    return {"catalog": text, "links": links}
+    text, links, pruned = await described(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    return {"catalog": text, "links": links, "pruned": pruned}
 
 
 async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -126,7 +152,12 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         await deps.tools.check(context.user, context.namespace, state["draft"])
     except QueryError as exc:
         feedback = failure_feedback(state["draft"], exc)
-        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        if state.get("pruned") and UNKNOWN_NAMES & {s.code for s in exc.sub_errors}:
+            # The pruned catalog may have left out what the query needs: the next attempt sees it all.
+            text, links = await describe(deps, context.user, context.namespace)
+            update |= {"catalog": text, "links": links, "pruned": False}
+        return update
     return {}
 
 

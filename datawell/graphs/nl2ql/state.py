@@ -32,6 +32,9 @@ class QueryInput(TypedDict, total=False):
     # The catalog and joins as prompt text; the catalog node fills them when not given.
     catalog: str
     links: str
+    # The catalog shows only the tables relevant to the question (schema pruning); a query
+    # naming an unknown table or column widens it to the whole catalog.
+    pruned: bool
     # Tokens this run may still spend; 0 means no limit.
     token_budget: int
     # A query the caller already has (an assistant plan that wrote SQL): it is checked and
