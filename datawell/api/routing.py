@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from datawell.api.errors import validation_error
@@ -127,7 +127,9 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
             return result
         if response_adapter is None:
             return Response(status_code=op.status)
-        return JSONResponse(response_adapter.dump_python(result, mode="json", by_alias=True), status_code=op.status)
+        # Serialised by pydantic in one pass, as JSONResponse would write it (compact, UTF-8).
+        body = response_adapter.dump_json(result, by_alias=True)
+        return Response(body, status_code=op.status, media_type="application/json")
 
     return handle
 

@@ -83,14 +83,15 @@ async def ask(client, account: Account, question: str) -> str:
     return response.json()["conversationId"]
 
 
-def one_step_turn(question_step: str, query: str) -> list[object]:
-    return [PlanOutput(summary="", steps=[question_step]), QueryDraft(reasoning="", query=query), "No orders yet."]
+def one_step_turn(query: str) -> list[object]:
+    """The plan writes the query; its empty result gets one repair, which keeps it; the answer."""
+    return [PlanOutput(query=query), QueryDraft(query=query), "No orders yet."]
 
 
 async def test_marking_a_step_good_stores_it_and_bad_removes_it(
     client, alice: Account, sales: str, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    chat_model.script += one_step_turn(TOTALS)
     conversation = await ask(client, alice, "How many orders did each customer place?")
     marks = "/api/v1/examples/marks"
 
@@ -99,7 +100,6 @@ async def test_marking_a_step_good_stores_it_and_bad_removes_it(
     )
     assert good.status_code == 200, good.text
     example = good.json()["example"]
-    # A one-step turn is stored under the user's question, not the plan's instruction.
     assert (example["question"], example["query"]) == ("How many orders did each customer place?", TOTALS)
     assert (example["source"], example["conversationId"], example["step"]) == ("conversation", conversation, 1)
     listed = (await client.get(EXAMPLES, headers=alice.headers)).json()["data"]
@@ -120,7 +120,7 @@ async def test_marking_a_step_good_stores_it_and_bad_removes_it(
 async def test_marks_name_the_callers_own_conversation_and_a_step_that_ran(
     client, services: Services, alice: Account, bob: Account, sales: str, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    chat_model.script += one_step_turn(TOTALS)
     conversation = await ask(client, alice, "How many orders did each customer place?")
     marks = "/api/v1/examples/marks"
     mark = {"conversationId": conversation, "step": 1, "verdict": "good"}
@@ -137,7 +137,7 @@ async def test_marking_needs_write_access_to_the_conversations_namespace(
     client, services: Services, alice: Account, bob: Account, sales: str, chat_model: ScriptedChatModel
 ) -> None:
     await grant(services, "bob", Permission.READ)
-    chat_model.script += one_step_turn("Orders per customer", TOTALS)
+    chat_model.script += one_step_turn(TOTALS)
     conversation = await ask(client, bob, "How many orders did each customer place?")
     mark = {"conversationId": conversation, "step": 1, "verdict": "good"}
     assert (await client.post("/api/v1/examples/marks", json=mark, headers=bob.headers)).status_code == 403

@@ -40,15 +40,28 @@ async def test_a_verified_question_runs_its_query_with_no_model_call(
     assert chat_model.calls == []
 
 
+async def test_an_empty_result_of_a_verified_query_gets_no_repair(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """An empty result is doubted and repaired by the model, unless a user verified the query."""
+    await verify(services, shop, "Who lives in Oslo?", OSLO)
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert isinstance(events[1], RowsReady) and events[1].rows == []
+    assert chat_model.calls == []
+
+
 async def test_a_verified_query_that_no_longer_checks_leaves_the_question_to_the_model(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     await verify(services, shop, "Who lives in Oslo?", "SELECT name FROM customers WHERE town = 'Oslo'")
-    chat_model.script.append(QueryDraft(reasoning="customers has the city", query=OSLO))
+    chat_model.script.append(QueryDraft(query=OSLO))
     tools.rows[OSLO] = [{"name": "Ann"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     assert [e.type for e in events] == ["query", "rows"]
-    assert isinstance(events[0], QueryGenerated) and events[0].reasoning == "customers has the city"
+    assert isinstance(events[0], QueryGenerated) and events[0].reasoning == "written by the query model"
     assert len(chat_model.calls) == 1
