@@ -71,8 +71,9 @@ async def compute(rows: RowStore, dataset: Dataset) -> TableHints:
                 hint.low, hint.high = summary.pop(0), summary.pop(0)
             elif kind == "timestamp":
                 low, high, latest = summary.pop(0), summary.pop(0), summary.pop(0)
-                hint.format = DATE if latest in (None, "00:00:00", time(0)) else DATE_TIME
-                hint.low, hint.high = _stamp(low, hint.format), _stamp(high, hint.format)
+                if low is not None:
+                    hint.format = DATE if latest in ("00:00:00", time(0)) else DATE_TIME
+                    hint.low, hint.high = _stamp(low, hint.format), _stamp(high, hint.format)
             elif kind == "text" and hint.nulls < count:
                 hint.distinct, hint.values = await _text_values(connection, table.c[name], count - hint.nulls)
             hints[name] = hint
@@ -87,9 +88,7 @@ def _time_of_day(column: Any, dialect: str) -> Any:
     return sa.cast(sa.func.timezone("UTC", column), sa.Time)
 
 
-def _stamp(value: datetime | None, form: str) -> str | None:
-    if value is None:
-        return None
+def _stamp(value: datetime, form: str) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d" if form == DATE else "%Y-%m-%d %H:%M:%S")
