@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from datawell.graphs.assistant.prompting import numbers_of
 from datawell.graphs.assistant.state import StepResult
 
 # A number as people write it: 1,234.5 or -3 or 0.25; not the digits of a citation [2].
@@ -49,9 +50,7 @@ def known_numbers(results: list[StepResult], *texts: str) -> set[Decimal]:
         known.update(values)
         known.add(Decimal(len(rows)))
         for column in {k for row in rows for k in row if not k.startswith("__")}:
-            numbers = [
-                r[column] for r in rows if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
-            ]
+            numbers = numbers_of(rows, column)
             if numbers:
                 known.add(Decimal(str(sum(numbers))))
     for text in texts:

@@ -222,6 +222,7 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
             text += "\n\nNote: " + " ".join(notes)
         emit(AnswerReady(text=text))
         return {"answer": text, "notes": notes, "turns": [turn_of(state, text)]}
+    history = render_history(state.get("turns", []), deps.history_turns)
     messages = stage_messages(
         deps.query.prompts,
         "assistant_answer",
@@ -229,7 +230,7 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),
         helper_prompt=helper_block(context.helper_prompt),
-        history=render_history(state.get("turns", []), deps.history_turns),
+        history=history,
         background=render_background(context.caller_context),
         question=state["question"],
         steps="\n\n".join(render_result(r, deps.budgets.max_rows_per_step) for r in results)
@@ -249,7 +250,6 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     text = "".join(parts)
     if not text.strip():
         raise ModelError("the answering model returned an empty answer")
-    history = render_history(state.get("turns", []), deps.history_turns)
     invented = unsupported_numbers(text, results, state["question"], history, *(r["instruction"] for r in results))
     if invented:
         notes.append(

@@ -59,15 +59,18 @@ def rows_table(rows: list[dict[str, Any]]) -> list[str]:
     return [" | ".join(columns), *(" | ".join(cell(row.get(c)) for c in columns) for row in rows)]
 
 
+def numbers_of(rows: list[dict[str, Any]], column: str) -> list[int | float]:
+    """The column's numeric values (booleans are not numbers here)."""
+    return [r[column] for r in rows if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)]
+
+
 def summarise_rows(rows: list[dict[str, Any]], shown: int) -> str:
     """What the model learns about rows it is not sent: how many, which columns, and the
     range of each numeric column over all rows (so totals and extremes stay answerable)."""
     columns = list(visible(rows[0]))
     lines = [f"({len(rows) - shown} more rows not shown; {len(rows)} rows in all; columns: {', '.join(columns)})"]
     for column in columns:
-        numbers = [
-            r[column] for r in rows if isinstance(r.get(column), int | float) and not isinstance(r[column], bool)
-        ]
+        numbers = numbers_of(rows, column)
         if numbers:
             lines.append(f"({column} over all rows: min {min(numbers)}, max {max(numbers)}, sum {sum(numbers)})")
     return "\n".join(lines)
