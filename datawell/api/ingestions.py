@@ -16,7 +16,7 @@ from datawell.api.schemas import ApiModel
 from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
 from datawell.ontology.links import remove_dataset_links
 from datawell.services import Services
-from datawell.storage import ingestions
+from datawell.storage import hints, ingestions
 from datawell.storage.access import NamespaceRef, Permission, allows, authorize, permission_of
 from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.tables import Dataset, Ingestion, Namespace, User
@@ -257,6 +257,7 @@ async def clear(request: Request, user: User) -> ClearResponse:
             session, record.id, f"cancelled: {user.username} cleared the dataset"
         )
     rows = await services.rows.clear(record)
+    await hints.refresh(services.db, services.rows, record)
     vectors = await services.vectors.delete(ROWS, record.id) + await services.vectors.delete(FIELDS, record.id)
     async with services.db.session() as session:
         links = await remove_dataset_links(session, record.id)

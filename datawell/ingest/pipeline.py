@@ -36,6 +36,7 @@ from datawell.ingest.mapping import map_columns
 from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
 from datawell.ingest.tabular import Limits, open_table, sample_rows
 from datawell.services import Services
+from datawell.storage import hints
 from datawell.storage.datasets import settle_field_types
 from datawell.storage.rows import StageWriter, dataset_columns
 from datawell.storage.tables import Dataset, Ingestion
@@ -110,6 +111,8 @@ class Ingest:
             await self.record(published={"rows": outcome.rows, "message": outcome.message})
         else:  # published before its last worker died: only the vectors may be missing
             outcome = Outcome(int(published["rows"]), str(published["message"]))
+        # Again on a takeover: the worker that published may have died before this.
+        await hints.refresh(self.services.db, self.services.rows, self.dataset)
         if self.embed:
             embedding = RowEmbedding(self.services, self.dataset, self.attempt.id, self.tracker, self.record)
             try:
@@ -328,4 +331,5 @@ async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, pu
     await services.rows.discard(dataset, ingestion_id)
     if published:
         await services.rows.unpublish(dataset, ingestion_id)
+        await hints.refresh(services.db, services.rows, dataset)
     await services.vectors.delete(ROWS, dataset.id, ingestion_id=ingestion_id)

@@ -16,8 +16,9 @@ from datawell.ontology.links import active_links
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, permission_of, readable_namespaces
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
+from datawell.storage.hints import ColumnHint
 from datawell.storage.tables import User
-from datawell.tools.catalog import table_info, with_contents
+from datawell.tools.catalog import describe_values, table_info, with_contents
 
 SCHEME = "datawell"
 MAX_SEARCH_ROWS = 100
@@ -55,7 +56,11 @@ class FieldDescription(WireModel):
     name: str
     type: str = Field(description="integer, real, text, boolean or timestamp (`text` until data arrives)")
     description: str
-    samples: list[Any] = Field(description="A few distinct values from the first rows")
+    samples: list[Any] = Field(
+        description="Text: its most frequent values (all of them when few); numbers and timestamps: the smallest "
+        "and the largest"
+    )
+    values: str = Field(description="The field's values as the models' catalog describes them")
 
 
 class DatasetDescription(WireModel):
@@ -141,7 +146,7 @@ async def readable_datasets(services: Services, user: User) -> list[DatasetRef]:
 
 
 async def description(services: Services, dataset: DatasetRef) -> DatasetDescription:
-    table = await with_contents(services.rows, dataset, table_info(dataset, dataset.name))
+    [table] = await with_contents(services.db, services.rows, [(dataset, table_info(dataset, dataset.name))])
     return DatasetDescription(
         owner=dataset.namespace.owner,
         namespace=dataset.namespace.name,
@@ -153,11 +158,18 @@ async def description(services: Services, dataset: DatasetRef) -> DatasetDescrip
                 name=name,
                 type=kind,
                 description=table.column_descriptions.get(name, ""),
-                samples=table.samples.get(name, []),
+                samples=_samples(table.hints.get(name)),
+                values=describe_values(table.hints[name], table.row_count) if name in table.hints else "",
             )
             for name, kind in table.columns.items()
         ],
     )
+
+
+def _samples(hint: ColumnHint | None) -> list[Any]:
+    if hint is None:
+        return []
+    return list(hint.values) if hint.values else [v for v in (hint.low, hint.high) if v is not None]
 
 
 async def describe(call: Call, arguments: DescribeArguments) -> CallToolResult:

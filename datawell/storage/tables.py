@@ -108,6 +108,16 @@ class Dataset(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class DatasetHints(Base):
+    """The value hints of a dataset's columns (`storage.hints`), refreshed when its rows change."""
+
+    __tablename__ = "column_hints"
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True)
+    hints: Mapped[dict[str, Any]]
+    # When the computation began: a slower refresh that read older rows never overwrites a newer one.
+    computed_at: Mapped[datetime]
+
+
 class BuildSpec(Base):
     __tablename__ = "build_specs"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -3,18 +3,17 @@ The graphs, evals and agents build against the names and signatures here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import sqlalchemy as sa
-
 from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import DatasetRef
-from datawell.storage.rows import RowStore, dataset_columns, to_json_value
+from datawell.storage.db import Database
+from datawell.storage.hints import DATE_TIME, ColumnHint, hints_of
+from datawell.storage.rows import RowStore, dataset_columns
 
-SAMPLE_ROWS = 200  # rows read to find sample values
-SAMPLES_PER_FIELD = 3
-SAMPLE_TEXT_LENGTH = 60
+NOTABLE_NULLS = 0.05  # a column empty at least this often says so
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class TableInfo:
     description: str
     columns: dict[str, str]  # field -> type (integer, real, text, boolean, timestamp)
     column_descriptions: dict[str, str]
-    samples: dict[str, list[Any]] = field(default_factory=dict)  # field -> a few distinct values
+    hints: dict[str, ColumnHint] = field(default_factory=dict)  # field -> facts about its values
     row_count: int = 0
 
     @property
@@ -51,30 +50,48 @@ def table_info(dataset: DatasetRef, name: str) -> TableInfo:
     )
 
 
-async def with_contents(rows: RowStore, dataset: DatasetRef, table: TableInfo) -> TableInfo:
-    """The table with its row count and a few distinct sample values per field."""
-    physical = rows.table(dataset.record)
-    async with rows.engine.connect() as connection:
-        if not await connection.run_sync(lambda c: sa.inspect(c).has_table(physical.name)):
-            return table
-        count = int((await connection.execute(sa.select(sa.func.count()).select_from(physical))).scalar_one())
-        fields = [physical.c[f] for f in table.columns]
-        result = await connection.execute(sa.select(*fields).limit(SAMPLE_ROWS))
-        samples: dict[str, list[Any]] = {f: [] for f in table.columns}
-        for row in result:
-            for name, value in zip(table.columns, row, strict=True):
-                value = _sample(value)
-                kept = samples[name]
-                if value is not None and len(kept) < SAMPLES_PER_FIELD and value not in kept:
-                    kept.append(value)
-    return replace(table, samples=samples, row_count=count)
+async def with_contents(
+    db: Database, rows: RowStore, tables: Sequence[tuple[DatasetRef, TableInfo]]
+) -> list[TableInfo]:
+    """The tables with their row counts and value hints, as stored when their rows changed."""
+    found = await hints_of(db, rows, [dataset.record for dataset, _ in tables])
+    return [
+        replace(table, hints=found[dataset.record.id].columns, row_count=found[dataset.record.id].rows)
+        for dataset, table in tables
+    ]
 
 
-def _sample(value: Any) -> Any:
-    value = to_json_value(value)
-    if isinstance(value, str) and len(value) > SAMPLE_TEXT_LENGTH:
-        return value[: SAMPLE_TEXT_LENGTH - 1] + "…"
-    return value
+def describe_values(hint: ColumnHint, rows: int) -> str:
+    """What a query writer should know of a column's values, in a few words."""
+    if rows and hint.nulls == rows:
+        return "always null"
+    told = _range(hint)
+    if hint.values:
+        listed = ", ".join(_literal(v) for v in hint.values)
+        if hint.distinct == len(hint.values):
+            told = f"one of {listed}"
+        elif hint.distinct == rows - hint.nulls:
+            told = f"unique, e.g. {listed}"
+        else:
+            told = f"{hint.distinct:,} distinct, e.g. {listed}"
+    if rows and hint.nulls / rows >= NOTABLE_NULLS:
+        told += ("; " if told else "") + f"{hint.nulls / rows:.0%} null"
+    return told
+
+
+def _range(hint: ColumnHint) -> str:
+    if hint.low is None:
+        return ""
+    if hint.format is None:
+        return f"{_number(hint.low)} to {_number(hint.high)}"
+    # Timestamps unquoted, with the form literals compared to them should take.
+    zone = ", UTC" if hint.format == DATE_TIME else ""
+    return f"{hint.low} to {hint.high} ({hint.format}{zone})"
+
+
+def _number(value: Any) -> str:
+    shown = repr(value)
+    return f"{value:.6g}" if isinstance(value, float) and len(shown) > 12 else shown
 
 
 def _literal(value: Any) -> str:
@@ -104,11 +121,8 @@ class Catalog:
             lines.append(f"Table {table.name} ({table.row_count:,} rows){about}")
             for name, kind in table.columns.items():
                 described = table.column_descriptions.get(name, "").strip()
-                samples = table.samples.get(name) or []
-                line = f"  {name} {kind}"
-                if described:
-                    line += f": {described}"
-                if samples:
-                    line += f" (e.g. {', '.join(_literal(v) for v in samples)})"
-                lines.append(line)
+                hint = table.hints.get(name)
+                told = describe_values(hint, table.row_count) if hint is not None else ""
+                about = "; ".join(part for part in (described, told) if part)
+                lines.append(f"  {name} {kind}: {about}" if about else f"  {name} {kind}")
         return "\n".join(lines)

@@ -122,7 +122,7 @@ class QueryTools:
                         datasets += [
                             (d, f"{other.owner}.{other.name}.{d.name}") for d in await list_datasets(session, other)
                         ]
-        tables = [await with_contents(self.rows, d, table_info(d, name)) for d, name in datasets]
+        tables = await with_contents(self.db, self.rows, [(d, table_info(d, name)) for d, name in datasets])
         return Catalog(namespace=namespace, tables=tables)
 
     async def check(self, user: User, namespace: NamespaceRef, query: str) -> str:

@@ -48,7 +48,9 @@ async def test_describe_dataset(connect: Connect, alice: Account, shop: str) -> 
     assert described["rowCount"] == 5
     fields = {f["name"]: f for f in described["fields"]}
     assert fields["total"]["type"] == "real" and fields["total"]["description"] == "amount in EUR"
-    assert fields["customer"]["samples"] == ["Ada", "Bob", "Cy"]
+    assert fields["customer"]["samples"] == ["Ada", "Bob", "Cy", "Dee"]
+    assert fields["customer"]["values"] == "one of 'Ada', 'Bob', 'Cy', 'Dee'"
+    assert fields["total"]["samples"] == [3.0, 99.0] and fields["total"]["values"] == "3.0 to 99.0"
 
 
 @pytest.mark.parametrize("mode", MODES)

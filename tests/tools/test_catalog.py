@@ -12,7 +12,7 @@ from datawell.storage.datasets import create_dataset
 from tests.tools.conftest import World
 
 
-async def test_the_catalog_lists_datasets_fields_types_samples_and_counts(world: World) -> None:
+async def test_the_catalog_lists_datasets_fields_types_hints_and_counts(world: World) -> None:
     catalog = await world.query.catalog(world.alice, world.sales)
     [orders] = catalog.tables
     assert orders.name == "orders" and orders.row_count == 5
@@ -20,13 +20,27 @@ async def test_the_catalog_lists_datasets_fields_types_samples_and_counts(world:
         "order_id": "integer", "customer": "text", "total": "real", "paid": "boolean", "note": "text", "placed": "timestamp",
     }  # fmt: skip
     assert orders.column_descriptions["total"] == "amount in EUR"
-    assert orders.samples["customer"] == ["Ada", "Bob", "Cy"]  # distinct, at most three
-    assert orders.samples["paid"] == [True, False]
+    assert orders.hints["customer"].values == ["Ada", "Bob", "Cy", "Dee"]  # every value, the most frequent first
     text = catalog.render()
     assert "Table orders (5 rows): orders of the shop" in text
-    assert "  total real: amount in EUR (e.g. 12.5, 99.0, 7.25)" in text
-    assert "  customer text: who ordered (e.g. 'Ada', 'Bob', 'Cy')" in text
+    assert "  order_id integer: order number; 1 to 5\n" in text
+    assert "  customer text: who ordered; one of 'Ada', 'Bob', 'Cy', 'Dee'\n" in text
+    assert "  total real: amount in EUR; 3.0 to 99.0\n" in text
+    assert "  paid boolean: paid yet?\n" in text
+    assert (
+        "  note text: what was ordered; unique, e.g. 'apple juice and apple pie', 'blue running shoes', 'garden hose'\n"
+        in text
+    )
+    assert text.endswith(
+        "  placed timestamp: when; 2024-01-05 10:00:00 to 2024-03-02 08:00:00 (YYYY-MM-DD HH:MM:SS, UTC)"
+    )
     assert orders.physical not in text
+
+
+async def test_the_render_is_the_same_bytes_for_unchanged_data(world: World) -> None:
+    first = (await world.query.catalog(world.alice, world.sales)).render()
+    assert (await world.query.catalog(world.alice, world.sales)).render() == first
+    assert (await world.query.shared_catalog(world.alice, world.sales)).render() == first
 
 
 async def test_shared_namespaces_appear_by_their_full_name(world: World, services: Services) -> None:
@@ -36,6 +50,13 @@ async def test_shared_namespaces_appear_by_their_full_name(world: World, service
     catalog = await world.query.shared_catalog(world.alice, world.sales)
     assert [t.name for t in catalog.tables] == ["orders", "bob.crm.customers"]
     assert "Table bob.crm.customers (3 rows)" in catalog.render()
+    assert "  city text: where they live; one of 'Lima', 'Oslo', 'Paris'" in catalog.render()
+
+
+async def test_no_hint_tells_the_values_of_a_dataset_the_caller_cannot_read(world: World) -> None:
+    await world.query.catalog(world.bob, world.crm)  # bob's hints are stored
+    text = (await world.query.shared_catalog(world.alice, world.sales)).render()
+    assert "customers" not in text and "Paris" not in text
 
 
 async def test_an_empty_dataset_and_an_unreadable_namespace(world: World, services: Services) -> None:

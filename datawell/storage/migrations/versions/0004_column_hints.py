@@ -1,0 +1,34 @@
+"""column_hints: per dataset value hints for the catalog, computed when its rows change
+
+Revision ID: 0004_column_hints
+Revises: 0003_upload_status_time
+Create Date: 2026-11-23 15:40:00.000000
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+from datawell.storage.tables import UTCDateTime
+
+revision: str = "0004_column_hints"
+down_revision: str | None = "0003_upload_status_time"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    # Datasets ingested before this revision get their hints on the catalog's first read.
+    op.create_table(
+        "column_hints",
+        sa.Column("dataset_id", sa.String(length=36), nullable=False),
+        sa.Column("hints", sa.JSON(), nullable=False),
+        sa.Column("computed_at", UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["dataset_id"], ["datasets.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("dataset_id"),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("column_hints")

@@ -1,0 +1,109 @@
+"""Value hints: what SQL aggregates over a dataset's rows tell a query writer, stored and read
+back by the catalog."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from datawell.services import Services
+from datawell.storage import access, hints
+from datawell.storage.datasets import find_dataset
+from datawell.storage.tables import DatasetHints
+from datawell.storage.users import create_user
+from tests.tools.conftest import load
+
+FIELDS = {
+    "country": "text", "name": "text", "label": "text", "amount": "real", "qty": "integer",
+    "day": "timestamp", "note": "text", "empty": "text", "ok": "boolean",
+}  # fmt: skip
+REMARK = "a very long remark " * 5
+
+
+def company(i: int) -> dict[str, Any]:
+    return {
+        "country": ["DE", "DE", "DE", "FR", "FR", "US"][i % 6],
+        "name": f"Company {i:02d}",
+        "label": f"L{i % 15}",
+        "amount": 3.5 + i * 10,
+        "qty": i,
+        "day": datetime(2024, 1, 2, tzinfo=UTC) + timedelta(days=i),
+        "note": REMARK if i % 3 == 0 else None,
+        "empty": None,
+        "ok": i % 2 == 0,
+    }
+
+
+async def companies(services: Services, count: int = 30) -> Any:
+    async with services.db.session() as session:
+        user = await create_user(session, "carol")
+        namespace = await access.ensure_namespace(session, user, "firms")
+    rows = [company(i) for i in range(count)]
+    await load(services, namespace, user, "companies", {f: "" for f in FIELDS}, FIELDS, rows)
+    return user, namespace
+
+
+async def test_hints_per_column_type(services: Services) -> None:
+    user, namespace = await companies(services)
+    [table] = (await services.query_tools.catalog(user, namespace)).tables
+    assert table.row_count == 30
+    assert table.hints["country"].values == ["DE", "FR", "US"]  # every value, the most frequent first
+    assert table.hints["label"].distinct == 15 and table.hints["label"].values == ["L0", "L1", "L10"]
+    assert table.hints["note"].values == [REMARK[:39] + "…"] and table.hints["note"].nulls == 20
+    lines = (await services.query_tools.catalog(user, namespace)).render().splitlines()
+    assert lines[2:] == [
+        "Table companies (30 rows): companies of the shop",
+        "  country text: one of 'DE', 'FR', 'US'",
+        "  name text: unique, e.g. 'Company 00', 'Company 01', 'Company 02'",
+        "  label text: 15 distinct, e.g. 'L0', 'L1', 'L10'",
+        "  amount real: 3.5 to 293.5",
+        "  qty integer: 0 to 29",
+        "  day timestamp: 2024-01-02 to 2024-01-31 (YYYY-MM-DD)",
+        "  note text: one of 'a very long remark a very long remark a…'; 67% null",
+        "  empty text: always null",
+        "  ok boolean",
+    ]
+
+
+async def test_old_datasets_get_their_hints_once_then_the_catalog_reads_them(services: Services) -> None:
+    user, namespace = await companies(services)  # published without hints, as before they existed
+    async with services.db.read() as session:
+        assert (await session.execute(sa.select(DatasetHints))).first() is None
+    assert (await services.query_tools.catalog(user, namespace)).tables[0].row_count == 30
+    async with services.db.read() as session:
+        [stored] = (await session.execute(sa.select(DatasetHints.hints))).scalars()
+    assert stored["rows"] == 30
+
+    # Rows published behind the hints' back are not seen: the catalog reads the stored hints.
+    await load_more(services, namespace)
+    assert (await services.query_tools.catalog(user, namespace)).tables[0].row_count == 30
+    async with services.db.read() as session:
+        dataset = await find_dataset(session, namespace, "companies")
+    assert dataset is not None
+    await hints.refresh(services.db, services.rows, dataset.record)
+    assert (await services.query_tools.catalog(user, namespace)).tables[0].row_count == 31
+
+
+async def load_more(services: Services, namespace: Any) -> None:
+    async with services.db.read() as session:
+        dataset = await find_dataset(session, namespace, "companies")
+    assert dataset is not None
+    await services.rows.stage(dataset.record, "more")
+    await services.rows.write(dataset.record, "more", [company(99)], "more.csv")
+    await services.rows.publish(dataset.record, "more")
+
+
+async def test_a_refresh_that_began_earlier_never_overwrites_a_later_one(services: Services) -> None:
+    user, namespace = await companies(services)
+    [table] = (await services.query_tools.catalog(user, namespace)).tables
+    later = datetime.now(UTC) + timedelta(hours=1)
+    async with services.db.session() as session:
+        await session.execute(sa.update(DatasetHints).values(hints={"rows": 7, "columns": {}}, computed_at=later))
+    async with services.db.read() as session:
+        dataset = await find_dataset(session, namespace, "companies")
+    assert dataset is not None
+    await hints.refresh(services.db, services.rows, dataset.record)
+    assert (await services.query_tools.catalog(user, namespace)).tables[0].row_count == 7
+    assert table.row_count == 30
