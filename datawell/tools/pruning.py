@@ -66,7 +66,7 @@ def lexical_score(table: TableInfo, question: str) -> float:
     if any(_name_words(column) <= words for column in table.columns if _name_words(column) - {"id", "code"}):
         score += COLUMN_MATCH
     folded = question.casefold()
-    values = (v for samples in table.samples.values() for v in samples if isinstance(v, str) and len(v) > 2)
+    values = (v for hint in table.hints.values() for v in hint.values if len(v) > 2)
     # A longer value is a surer sign: "Nordic Tools AB" names a supplier, "Tools" many things.
     matched = [len(v.split()) for v in values if re.search(rf"\b{re.escape(v.casefold())}\b", folded)]
     if matched:

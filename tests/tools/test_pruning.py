@@ -11,6 +11,7 @@ from datawell.evals.fixtures import load_fixture
 from datawell.evals.suites import load_suite
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.access import NamespaceRef
+from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.pruning import PruneLimits, SchemaPruner
 
@@ -38,7 +39,10 @@ def erp() -> tuple[Catalog, list[tuple[str, str]]]:
             description=spec.description,
             columns={field: f.type for field, f in spec.fields.items()},
             column_descriptions={field: f.description for field, f in spec.fields.items()},
-            samples={field: [row[field] for row in fixture.rows(name)[:3]] for field in spec.fields},
+            hints={
+                field: ColumnHint(type=f.type, values=[str(row[field]) for row in fixture.rows(name)[:3]])
+                for field, f in spec.fields.items()
+            },
         )
         for name, spec in fixture.datasets.items()
     ]
