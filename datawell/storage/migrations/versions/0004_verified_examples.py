@@ -1,7 +1,7 @@
 """verified examples: question -> query pairs per namespace
 
-Revision ID: 0005_verified_examples
-Revises: 0004_column_hints
+Revision ID: 0004_verified_examples
+Revises: 0003_upload_status_time
 Create Date: 2026-11-23 15:00:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 from datawell.storage.tables import UTCDateTime
 
-revision: str = "0005_verified_examples"
-down_revision: str | None = "0004_column_hints"
+revision: str = "0004_verified_examples"
+down_revision: str | None = "0003_upload_status_time"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
