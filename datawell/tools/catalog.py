@@ -72,8 +72,10 @@ def describe_values(hint: ColumnHint, rows: int) -> str:
             told = f"one of {listed}"
         elif hint.distinct == rows - hint.nulls:
             told = f"unique, e.g. {listed}"
-        else:
+        elif hint.distinct is not None:
             told = f"{hint.distinct:,} distinct, e.g. {listed}"
+        else:
+            told = f"{hint.distinct_at_least:,}+ distinct, e.g. {listed}"
     if rows and hint.nulls / rows >= NOTABLE_NULLS:
         told += ("; " if told else "") + f"{hint.nulls / rows:.0%} null"
     return told
