@@ -7,6 +7,8 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
     .venv/bin/python -m bench.api --seconds 5 --clients 50 --port 18400
 
 Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
+With `DATAWELL_DATABASE_URL` set (an empty PostgreSQL database), Datawell is seeded and served
+from it; the peer stays on SQLite.
 Never run by the test suite."""
 
 from __future__ import annotations

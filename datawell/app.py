@@ -4,6 +4,7 @@ in-process worker mounted."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -12,7 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, ingestions, mcp, ontology, system, uploads
+from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -20,6 +21,7 @@ from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
+from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.runs import Runs
 from datawell.services import API_PREFIX, Overrides, Services, build_services
@@ -33,6 +35,7 @@ API_ROUTERS: list[Router] = [
     a2a.router,
     mcp.router,
     ontology.router,
+    examples.router,
 ]
 
 
@@ -50,6 +53,13 @@ def create_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
         services = await build_services(settings, overrides)
         started = runs(services)
+        # The model loads beside the API (which answers meanwhile); a question asked before
+        # it is ready waits for the same load.
+        preloading = (
+            asyncio.create_task(services.models.preload())
+            if settings.embedded_model_preload and isinstance(services.models, LiteLLMChatModels)
+            else None
+        )
         try:
             async with AsyncExitStack() as stack:
                 await stack.enter_async_context(mcp_server.running())
@@ -57,6 +67,8 @@ def create_app(
                     await stack.enter_async_context(running_worker(services))
                 yield {"services": services, "runs": started}
         finally:
+            if preloading is not None:
+                await preloading  # a load in a thread cannot be stopped, only waited for
             await agents.aclose()
             await services.close()
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from datawell.commands import ask, data, demo, upload
+from datawell.commands.examples import examples_app
 from datawell.commands.local import Metadata, run, run_metadata
 from datawell.config import Settings
 from datawell.errors import NotFound
@@ -33,6 +34,7 @@ app.add_typer(token_app, name="token")
 app.add_typer(grants_app, name="grants")
 app.add_typer(ingestions_app, name="ingestions")
 app.add_typer(eval_app, name="eval")
+app.add_typer(examples_app, name="examples")
 
 
 def split_namespace(value: str) -> tuple[str, str]:

@@ -62,7 +62,10 @@ class Settings(BaseSettings):
     llm_max_retries: int = 2
     embedded_model_enabled: bool = True
     embedded_model_threads: int = Field(
-        0, ge=0, description="CPU threads for the embedded model; 0 = all cores but one."
+        0, ge=0, description="CPU threads for the embedded model; 0 = every core this process may use."
+    )
+    embedded_model_preload: bool = Field(
+        True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
     embeddings_enabled: bool = True
 
@@ -73,10 +76,17 @@ class Settings(BaseSettings):
     query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
     query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
+    schema_prune_tables: int = Field(
+        6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
+    )
+    schema_prune_columns: int = Field(60, ge=1, description="...or with more columns than this, in all its tables.")
+    schema_prune_keep: int = Field(6, ge=1, description="At most this many tables in a pruned catalog.")
 
     # Assistant budgets
     max_steps: int = 5
-    max_rows_per_step: int = 50
+    max_rows_per_step: int = Field(
+        10, ge=1, description="Rows of a step the answer model reads; the rest are summarised."
+    )
     max_tokens_per_run: int = 20000
 
     web_search_url: str | None = Field(None, description="SearXNG-style JSON search endpoint; unset: no web search.")

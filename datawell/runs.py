@@ -45,6 +45,7 @@ from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
 from datawell.storage.tables import Conversation, User, new_id, utcnow
+from datawell.tools.pruning import PruneLimits, SchemaPruner
 from datawell.tools.web import HttpWebSearch
 
 log = logging.getLogger(__name__)
@@ -252,6 +253,11 @@ def query_deps(services: Services) -> QueryDeps:
         db=s.db,
         max_attempts=s.settings.query_max_attempts,
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
+        pruner=SchemaPruner(
+            s.embedder,
+            PruneLimits(s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep),
+        ),
+        examples=s.examples,
     )
 
 

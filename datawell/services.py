@@ -18,6 +18,7 @@ from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStor
 from datawell.storage.rows import RowStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
+from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import QueryTools
 
 API_PREFIX = "/api/v1"  # where the app mounts the REST API
@@ -37,6 +38,7 @@ class Services:
     objects: ObjectStore
     query_tools: QueryTools
     memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
+    examples: VerifiedExamples  # verified question -> query pairs, checked as each caller
 
     async def close(self) -> None:
         await self.memory.close()
@@ -123,4 +125,5 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         objects=build_object_store(settings, secret),
         query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
+        examples=VerifiedExamples(db, query_tools),
     )

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from datawell.api.openapi import IF_MATCH_PATTERN
-from datawell.api.routing import Router
+from datawell.api.routing import Router, path_uuid
 from datawell.api.schemas import ApiModel, DatasetCoordinate
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.storage.access import Permission, authorize
@@ -90,16 +90,6 @@ def parse_if_match(request: Request) -> int | None:
     return int(value.strip().removeprefix("W/").strip('"'))
 
 
-def spec_id(request: Request) -> str:
-    raw = request.path_params["buildSpecId"]
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise InvalidInput(
-            "invalid BuildSpec id", sub_errors=[SubError("uuid_parsing", f"buildSpecId: {raw!r} is not a UUID")]
-        ) from None
-
-
 @router.operation(
     "POST",
     "/build-specs",
@@ -136,7 +126,9 @@ async def list_all(request: Request, user: User) -> BuildSpecList:
 async def read(request: Request, user: User) -> BuildSpecResponse:
     """Reads one of the caller's BuildSpecs."""
     async with request.state.services.db.session() as session:
-        return BuildSpecResponse.of(await get_build_spec(session, user, spec_id(request)), user)
+        return BuildSpecResponse.of(
+            await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec")), user
+        )
 
 
 @router.operation(
@@ -152,7 +144,7 @@ async def replace(request: Request, user: User, body: BuildSpecRequest) -> Build
     """Replaces the definition as a whole and bumps the version."""
     expected = parse_if_match(request)
     async with request.state.services.db.session() as session:
-        spec = await get_build_spec(session, user, spec_id(request))
+        spec = await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec"))
         await check_coordinates(session, user, body)
         spec = await replace_build_spec(
             session,
@@ -169,4 +161,4 @@ async def replace(request: Request, user: User, body: BuildSpecRequest) -> Build
 async def delete(request: Request, user: User) -> None:
     """Deletes one of the caller's BuildSpecs."""
     async with request.state.services.db.session() as session:
-        await session.delete(await get_build_spec(session, user, spec_id(request)))
+        await session.delete(await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec")))

@@ -9,16 +9,16 @@ from starlette.requests import Request
 
 from datawell.api.routing import Router
 from datawell.api.schemas import ApiModel
-from datawell.storage.access import Permission, authorize, ensure_namespace
+from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.datasets import (
     FIELD_PATTERN_TEXT,
     MAX_FIELDS,
-    DatasetRef,
+    DatasetSummary,
     create_dataset,
-    get_dataset,
+    readable_dataset,
     readable_datasets,
 )
-from datawell.storage.tables import User
+from datawell.storage.tables import Dataset, User
 
 router = Router("datasets")
 
@@ -53,12 +53,11 @@ class DatasetResponse(ApiModel):
     updated_at: datetime
 
     @classmethod
-    def of(cls, dataset: DatasetRef) -> DatasetResponse:
-        record = dataset.record
+    def of(cls, namespace: NamespaceRef, record: Dataset | DatasetSummary) -> DatasetResponse:
         return cls(
             id=record.id,
-            owner=dataset.namespace.owner,
-            namespace=dataset.namespace.name,
+            owner=namespace.owner,
+            namespace=namespace.name,
             dataset_name=record.name,
             data_description=record.description,
             schema_definition=record.schema_definition,
@@ -88,7 +87,7 @@ async def create(request: Request, user: User, body: DatasetCreateRequest) -> Da
         dataset = await create_dataset(
             session, namespace, request.path_params["datasetName"], body.data_description, body.schema_definition, user
         )
-        return DatasetResponse.of(dataset)
+        return DatasetResponse.of(namespace, dataset.record)
 
 
 @router.operation(
@@ -101,9 +100,10 @@ async def create(request: Request, user: User, body: DatasetCreateRequest) -> Da
 async def list_namespace(request: Request, user: User) -> DatasetList:
     """Lists the datasets of a namespace the caller owns or holds a grant on."""
     params = request.path_params
-    async with request.state.services.db.read() as session:
-        datasets = await readable_datasets(session, user, params["username"], params["namespace"])
-    return DatasetList(data=[DatasetResponse.of(d) for d in datasets])
+    namespace, datasets = await readable_datasets(
+        request.state.services.db.direct, user, params["username"], params["namespace"]
+    )
+    return DatasetList(data=[DatasetResponse.of(namespace, d) for d in datasets])
 
 
 @router.operation(
@@ -116,6 +116,7 @@ async def list_namespace(request: Request, user: User) -> DatasetList:
 async def read(request: Request, user: User) -> DatasetResponse:
     """Reads one dataset: its description, schema and inferred field types."""
     params = request.path_params
-    async with request.state.services.db.read() as session:
-        namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
-        return DatasetResponse.of(await get_dataset(session, namespace, params["datasetName"]))
+    namespace, dataset = await readable_dataset(
+        request.state.services.db.direct, user, params["username"], params["namespace"], params["datasetName"]
+    )
+    return DatasetResponse.of(namespace, dataset)

@@ -5,19 +5,17 @@ A namespace in a request is either the caller's own (`shop`) or `owner/namespace
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from datawell.api.routing import Router
+from datawell.api.routing import Router, path_uuid
 from datawell.api.schemas import ApiModel
-from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
+from datawell.errors import Forbidden, NotFound
 from datawell.llm.models import StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
 from datawell.runs import CurateRequest, Runs
@@ -25,6 +23,7 @@ from datawell.services import Services
 from datawell.storage.access import Permission, allows, authorize, namespace_by_id, namespace_named, permission_of
 from datawell.storage.datasets import get_dataset
 from datawell.storage.tables import Link, User
+from datawell.storage.users import usernames
 
 router = Router("ontology")
 
@@ -96,12 +95,8 @@ def namespace_coordinate(user: User, namespace: str) -> tuple[str, str]:
     return owner or user.username, name
 
 
-async def usernames(session: AsyncSession, links: list[Link]) -> dict[str, str]:
-    ids = {link.curated_by for link in links if link.curated_by is not None}
-    if not ids:
-        return {}
-    rows = await session.execute(select(User.id, User.username).where(User.id.in_(ids)))
-    return {i: name for i, name in rows.tuples()}
+async def curators(session: AsyncSession, links: list[Link]) -> dict[str, str]:
+    return await usernames(session, {link.curated_by for link in links if link.curated_by is not None})
 
 
 def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
@@ -165,7 +160,7 @@ async def _list(request: Request, user: User, query: LinkQuery, owner: str, name
         namespace = await authorize(session, user, owner, name, Permission.READ)
         dataset_id = (await get_dataset(session, namespace, query.dataset)).record.id if query.dataset else None
         links = await list_links(session, namespace.id, status=query.status, dataset_id=dataset_id)
-        names = await usernames(session, links)
+        names = await curators(session, links)
     return LinkList(data=[link_response(link, names) for link in links])
 
 
@@ -196,16 +191,6 @@ async def list_any(request: Request, user: User, query: LinkQuery) -> LinkList:
     return await _list(request, user, query, params["owner"], params["namespace"])
 
 
-def link_id(request: Request) -> str:
-    raw = request.path_params["linkId"]
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise InvalidInput(
-            "invalid link id", sub_errors=[SubError("uuid_parsing", f"linkId: {raw!r} is not a UUID")]
-        ) from None
-
-
 async def writable_link(session: AsyncSession, user: User, identifier: str) -> Link:
     """The link, if the caller may change it: 404 when it does not exist or the caller cannot
     even read its namespace, 403 when the caller can read but not write it."""
@@ -231,12 +216,14 @@ async def update(request: Request, user: User, body: LinkUpdate) -> LinkResponse
     """Sets a link's status: `Active` adds a suggestion to the ontology, `Suggested` takes a link
     out of it without forgetting it."""
     async with request.state.services.db.session() as session:
-        link = await set_status(session, await writable_link(session, user, link_id(request)), body.status)
-        return link_response(link, await usernames(session, [link]))
+        link = await set_status(
+            session, await writable_link(session, user, path_uuid(request, "linkId", "link")), body.status
+        )
+        return link_response(link, await curators(session, [link]))
 
 
 @router.operation("DELETE", "/ontology/links/{linkId}", summary="Delete a link", status=204, errors=(403, 404, 422))
 async def delete(request: Request, user: User) -> None:
     """Deletes one link from the ontology (active or suggested)."""
     async with request.state.services.db.session() as session:
-        await delete_link(session, await writable_link(session, user, link_id(request)))
+        await delete_link(session, await writable_link(session, user, path_uuid(request, "linkId", "link")))

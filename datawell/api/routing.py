@@ -4,13 +4,14 @@ OpenAPI document, so the two cannot drift apart."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from datawell.api.errors import validation_error
@@ -126,7 +127,9 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
             return result
         if response_adapter is None:
             return Response(status_code=op.status)
-        return JSONResponse(response_adapter.dump_python(result, mode="json", by_alias=True), status_code=op.status)
+        # Serialised by pydantic in one pass, as JSONResponse would write it (compact, UTF-8).
+        body = response_adapter.dump_json(result, by_alias=True)
+        return Response(body, status_code=op.status, media_type="application/json")
 
     return handle
 
@@ -154,3 +157,14 @@ def parse_query(request: Request, model: type[M]) -> M:
         return model.model_validate_strings(dict(request.query_params))
     except ValidationError as exc:
         raise validation_error(exc, prefix="query") from None
+
+
+def path_uuid(request: Request, name: str, what: str) -> str:
+    """The path parameter `name` as a canonical UUID; 422 naming it when it is none."""
+    raw = request.path_params[name]
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise InvalidInput(
+            f"invalid {what} id", sub_errors=[SubError("uuid_parsing", f"{name}: {raw!r} is not a UUID")]
+        ) from None

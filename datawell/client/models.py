@@ -197,6 +197,33 @@ class LinkList(Model):
     data: list[Link]
 
 
+class Example(Model):
+    """A verified question and the query that answers it."""
+
+    id: str
+    owner: str
+    namespace: str
+    question: str
+    query: str
+    source: str  # manual | conversation
+    conversation_id: str | None = None
+    step: int | None = None
+    created_by: str
+    created_at: datetime
+
+
+class ExampleList(Model):
+    data: list[Example]
+
+
+class Mark(Model):
+    verdict: Literal["good", "bad"]
+    question: str
+    query: str
+    example: Example | None = None
+    removed: int = 0
+
+
 class Agent(Model):
     name: str
     url: str

@@ -31,10 +31,13 @@ from datawell.client.models import (
     Dataset,
     DatasetCoordinate,
     DatasetList,
+    Example,
+    ExampleList,
     Health,
     IngestionAttempt,
     Link,
     LinkList,
+    Mark,
     PartReceipt,
     PreparedUpload,
     Retried,
@@ -113,6 +116,10 @@ def segment(value: str) -> str:
 
 def dataset_path(prefix: str, owner: str, namespace: str, dataset: str) -> str:
     return f"{API}{prefix}/{segment(owner)}/{segment(namespace)}/{segment(dataset)}"
+
+
+def examples_path(owner: str, namespace: str) -> str:
+    return f"{API}/examples/{segment(owner)}/{segment(namespace)}"
 
 
 def without_none(**values: Any) -> dict[str, Any]:
@@ -314,6 +321,31 @@ class Operations:
     @operation
     def delete_link(self, link_id: str) -> Call[None]:
         return Call("DELETE", f"{API}/ontology/links/{segment(link_id)}", None)
+
+    # Verified examples
+
+    @operation
+    def add_example(self, owner: str, namespace: str, question: str, query: str) -> Call[Example]:
+        """Store a question and the query that answers it (checked as the caller first)."""
+        body = {"question": question, "query": query}
+        return Call("POST", examples_path(owner, namespace), returns(Example), body)
+
+    @operation
+    def list_examples(self, owner: str, namespace: str) -> Call[ExampleList]:
+        return Call("GET", examples_path(owner, namespace), returns(ExampleList))
+
+    @operation
+    def delete_example(self, owner: str, namespace: str, example_id: str) -> Call[None]:
+        return Call("DELETE", f"{examples_path(owner, namespace)}/{segment(example_id)}", None)
+
+    @operation
+    def mark_step(
+        self, conversation_id: str, step: int, verdict: str, turn: int | None = None, question: str | None = None
+    ) -> Call[Mark]:
+        """Mark a conversation step's query `good` (stored as a verified example of the
+        conversation's namespace) or `bad` (removed)."""
+        body = without_none(conversationId=conversation_id, step=step, verdict=verdict, turn=turn, question=question)
+        return Call("POST", f"{API}/examples/marks", returns(Mark), body)
 
     # A2A discovery (calling an agent is A2A's own client's job: see docs/a2a.md)
 

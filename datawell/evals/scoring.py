@@ -9,12 +9,14 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from datawell.errors import ERRORS, QueryRefused
 from datawell.evals import metrics
 from datawell.evals.records import ErrorInfo, GoldResult, Prediction
 from datawell.evals.suites import Assertion, Case, Suite
 
-# A run that failed for one of these reasons did not refuse: it broke.
-BROKEN_RUN_CODES = {"INTERNAL_ERROR", "EXCEPTION", "TIMEOUT", "MODEL_ERROR"}
+# The one failure that is a deliberate refusal: the model declined to write a query. A run
+# that gave up ("no valid query after 3 attempts"), crashed or timed out did not refuse.
+REFUSAL_CODE = ERRORS[QueryRefused].code
 
 
 class JudgeVerdict(BaseModel):
@@ -68,8 +70,8 @@ def _outcome(assertion: Assertion, passed: bool, score: float | None = None, det
 
 
 def refused(prediction: Prediction) -> bool:
-    """The run ended without rows and said why, rather than breaking."""
-    return prediction.error is not None and prediction.error.code not in BROKEN_RUN_CODES and not prediction.rows
+    """The model declined to answer (its draft gave a refusal) and no rows came back."""
+    return prediction.error is not None and prediction.error.code == REFUSAL_CODE and not prediction.rows
 
 
 async def check(
@@ -89,7 +91,7 @@ async def check(
         return _outcome(assertion, ok, detail="" if ok else _error_text(prediction))
     if kind == "refusal":
         ok = refused(prediction)
-        return _outcome(assertion, ok, detail="refused" if ok else f"answered with {prediction.query!r}")
+        return _outcome(assertion, ok, detail="refused" if ok else _not_refused(prediction))
     if kind == "max-repairs":
         repairs = prediction.repairs
         ok = repairs is not None and repairs <= int(value)
@@ -153,6 +155,12 @@ async def _execution_match(assertion: Assertion, case: Case, prediction: Predict
         "" if ok else f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
     )
     return _outcome(assertion, ok, detail=detail)
+
+
+def _not_refused(prediction: Prediction) -> str:
+    if prediction.rows is not None or prediction.error is None:
+        return f"answered with {prediction.query!r}"
+    return f"did not refuse, failed: {_error_text(prediction)}"
 
 
 def _error_text(prediction: Prediction) -> str:

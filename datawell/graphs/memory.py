@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -71,3 +72,17 @@ class ConversationMemory:
             if self._pool is not None:
                 await self._pool.close()
             self._saver, self._sqlite, self._pool = None, None, None
+
+
+async def finished_turn(memory: ConversationMemory, conversation_id: str, turn: int | None) -> dict[str, Any] | None:
+    """The assistant's state at the end of a conversation's turn (1-based; None: the latest),
+    or None when the conversation has no such turn. Only finished turns are checkpointed,
+    one checkpoint each, holding that turn's question and step results."""
+    saver = await memory.saver()
+    async for saved in saver.alist({"configurable": {"thread_id": conversation_id}}):  # newest first
+        values: dict[str, Any] = saved.checkpoint.get("channel_values", {})
+        if turn is None or len(values.get("turns", [])) == turn:
+            return values
+        if len(values.get("turns", [])) < turn:
+            return None
+    return None

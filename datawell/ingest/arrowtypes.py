@@ -17,6 +17,7 @@ _REAL = r"^[+-]?((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATE_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _WORDS = pa.array(sorted(TRUE_WORDS | FALSE_WORDS))
 _TRUE = pa.array(sorted(TRUE_WORDS))
+HEAD_VALUES = 1024
 
 
 def _all(mask: pa.Array) -> bool:
@@ -83,21 +84,89 @@ def coerce_text_array(values: pa.Array, field_type: str) -> pa.Array | None:
     return convert(nulled)
 
 
+def _fits_nothing(values: pa.Array) -> bool:
+    real = pc.match_substring_regex(values, _REAL)
+    word = pc.is_in(pc.ascii_lower(values), value_set=_WORDS)
+    date = pc.match_substring_regex(values, _DATE_START)
+    return not _all(pc.or_(pc.or_(real, word), date))
+
+
 def infer_text_array(values: pa.Array) -> str | None:
     """The type of a batch of text values when Arrow settles it; `text` as soon as one value
-    fits nothing else; None for no value at all or when the Python rules must decide."""
+    fits nothing else; None for no value at all or when the Python rules must decide.
+
+    Every check holds for all values or fails, so each is tried on the batch's first values
+    before the whole batch: most columns are settled by their first few values at the cost
+    of one pass over the batch."""
     stripped, present = _present(values)
     nulled = pc.drop_null(pc.if_else(present, stripped, pa.scalar(None, pa.string())))
     if len(nulled) == 0:
         return None
-    real = pc.match_substring_regex(nulled, _REAL)
-    word = pc.is_in(pc.ascii_lower(nulled), value_set=_WORDS)
-    date = pc.match_substring_regex(nulled, _DATE_START)
-    if not _all(pc.or_(pc.or_(real, word), date)):
+    head = nulled.slice(0, HEAD_VALUES)
+    if _fits_nothing(head):
         return "text"
-    for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans)):
-        if convert(nulled) is not None:
+    for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans), ("timestamp", _timestamps)):
+        if convert(head) is not None and convert(nulled) is not None:
             return kind
-    if _timestamps(nulled) is not None:
+    return "text" if _fits_nothing(nulled) else None
+
+
+# Arrays of other types than text (Parquet columns, JSON numbers and booleans). Each rule
+# gives what the Python rules give for the array's values (`to_pylist()`), or None.
+ARROW_KINDS = {"integer": pa.int64(), "real": pa.float64(), "boolean": pa.bool_()}
+_EXACT_INTEGERS = (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32())
+
+
+def _native_kind(values: pa.Array) -> str | None:
+    """The type Python's rules give to every value of a typed array, or None."""
+    kind = values.type
+    if pa.types.is_boolean(kind):
+        return "boolean"
+    if kind in _EXACT_INTEGERS:
+        return "integer"
+    if kind in (pa.float32(), pa.float64()):
+        return "real" if _all(pc.is_finite(values)) else None  # not finite: text, by Python's rules
+    if (pa.types.is_timestamp(kind) and kind.unit != "ns") or pa.types.is_date(kind):
         return "timestamp"
     return None
+
+
+def _coerce_native(values: pa.Array, field_type: str) -> pa.Array | None:
+    natural = _native_kind(values)
+    if natural is None or field_type == "text":
+        return None  # Python spells numbers, booleans and dates as text its own way
+    if natural == field_type == "timestamp":  # naive ones are UTC; aware ones are held in UTC
+        zone = "UTC" if getattr(values.type, "tz", None) else None
+        return pc.cast(values, pa.timestamp("us", zone)).cast(pa.timestamp("us"))
+    if natural == field_type:
+        return pc.cast(values, ARROW_KINDS[field_type])
+    if natural == "integer" and field_type == "real":
+        return pc.cast(values, pa.float64(), safe=False)  # rounded to nearest, as float(int)
+    return None
+
+
+def _as_text_array(values: pa.Array) -> pa.Array | None:
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        return _as_text_array(values.dictionary_decode())
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return values.cast(pa.string())
+    return None
+
+
+def infer_array(values: pa.Array) -> str | None:
+    """`infer_text_array` for an array of any type."""
+    text = _as_text_array(values)
+    if text is not None:
+        return infer_text_array(text)
+    if values.null_count == len(values):
+        return None
+    return _native_kind(values.drop_null())
+
+
+def coerce_array(values: pa.Array, field_type: str) -> pa.Array | None:
+    """`coerce_text_array` for an array of any type."""
+    text = _as_text_array(values)
+    if text is not None:
+        return coerce_text_array(text, field_type)
+    return _coerce_native(values, field_type)

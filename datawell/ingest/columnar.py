@@ -1,26 +1,30 @@
-"""Delimited files the columnar way: pyarrow's CSV reader parses, Arrow kernels infer and
-coerce types a batch at a time, and batches go to the row store without a Python object
-per value.
+"""Tabular files the columnar way: pyarrow reads them (CSV/TSV, Parquet, JSON Lines), Arrow
+kernels infer and coerce types a batch at a time, and batches go to the row store without a
+Python object per value.
 
-It only vouches for what it can read exactly as the row-by-row reader (`tabular.CsvTable`)
-would. Anything else (a ragged or badly quoted record, undecodable bytes, a field over the
-size limit, a value that does not fit its type, a header not on the first line) raises
-`Fallback`, and the attempt is read again row by row from a fresh stage: that path keeps
-every rule and names the line, field and value in its message."""
+It only vouches for what it can read exactly as the row-by-row readers (`tabular`) would.
+Anything else (a ragged or badly quoted record, undecodable bytes, a field over the size
+limit, a value that does not fit its type, a CSV header not on the first line, a JSON record
+pyarrow reads otherwise than Python) raises `Fallback`, and the attempt is read again row by
+row from a fresh stage: that path keeps every rule and limit and names the line, field and
+value in its message. Values of types Arrow has no rule for (`arrowtypes`) go through the
+Python rules a batch at a time, which decide exactly as the row path."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.ipc as ipc
 
-from datawell.ingest.arrowtypes import coerce_text_array, infer_text_array
+from datawell.ingest.arrowtypes import coerce_array, infer_array
 from datawell.ingest.delimited import CsvTable
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
+from datawell.ingest.tabular import JsonTable, ParquetTable
 from datawell.storage.rows import ARROW_TYPES, arrow_column
 
 BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time
@@ -60,7 +64,8 @@ class ArrowCsv:
                 reader = pcsv.open_csv(raw, read_options=read, parse_options=parse, convert_options=convert)
                 for block in reader:
                     for column in block.columns:
-                        if len(column) and (pc.max(pc.utf8_length(column)).as_py() or 0) > limit:
+                        # Bytes bound characters from above: count characters only past the limit.
+                        if _longest(column, pc.binary_length) > limit and _longest(column, pc.utf8_length) > limit:
                             raise Fallback
                     block = block.rename_columns([fields[n] for n in block.schema.names])
                     position = raw.tell()
@@ -70,12 +75,83 @@ class ArrowCsv:
                 raise Fallback from exc
 
 
-def columnar(table: object, mapped: dict[str, str]) -> ArrowCsv | None:
-    """The columnar reader of `table`, if it can take it: a delimited file whose header is its first line."""
-    return ArrowCsv(table, mapped) if isinstance(table, CsvTable) and table.header_line == 1 else None
+def _longest(column: pa.Array, length: Any) -> int:
+    return int(pc.max(length(column)).as_py() or 0) if len(column) else 0
 
 
-def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[int]:
+class ArrowParquet:
+    """The mapped columns of a Parquet file, in their own Arrow types, named by their fields."""
+
+    def __init__(self, table: ParquetTable, mapped: dict[str, str]) -> None:
+        self.table = table
+        self.indexes = {field: table.columns.index(column) for field, column in mapped.items()}
+
+    def batches(self, size: int) -> Iterator[Positioned]:
+        import pyarrow.parquet as pq
+
+        try:
+            file = pq.ParquetFile(self.table.path)
+            names = file.schema_arrow.names
+            # By name when names are unique (only those columns are read); else all, by position.
+            unique = len(set(names)) == len(names)
+            wanted = [names[i] for i in self.indexes.values()] if unique else None
+            total_rows, total_bytes, done = max(file.metadata.num_rows, 1), self.table.path.stat().st_size, 0
+            for batch in file.iter_batches(batch_size=size, columns=wanted):
+                done += batch.num_rows
+                columns = [batch.column(names[i]) if unique else batch.column(i) for i in self.indexes.values()]
+                yield pa.RecordBatch.from_arrays(columns, names=list(self.indexes)), total_bytes * done // total_rows
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise Fallback from exc
+
+
+class ArrowJsonLines:
+    """The mapped keys of a JSON Lines file (UTF-8), through pyarrow's JSON reader, which types
+    numbers and booleans as JSON does. Records it would read otherwise than Python's `json`
+    (a key repeated in one object, a type that changes from block to block, a value nested in
+    an object or list anywhere in the record) fall back to the row path."""
+
+    def __init__(self, table: JsonTable, mapped: dict[str, str]) -> None:
+        self.table = table
+        self.mapped = mapped
+
+    def batches(self, size: int) -> Iterator[Positioned]:
+        import pyarrow.json as pjson
+
+        read = pjson.ReadOptions(block_size=BLOCK_BYTES)
+        with self.table.path.open("rb") as raw:
+            try:
+                reader = pjson.open_json(raw, read_options=read)
+                for block in reader:
+                    if any(pa.types.is_nested(kind) for kind in block.schema.types):
+                        raise Fallback  # the row path checks how deep records nest, and says so
+                    columns = [
+                        block.column(c) if c in block.schema.names else pa.nulls(block.num_rows)
+                        for c in self.mapped.values()
+                    ]
+                    block = pa.RecordBatch.from_arrays(columns, names=list(self.mapped))
+                    position = raw.tell()
+                    for start in range(0, block.num_rows, size):
+                        yield block.slice(start, size), position
+            except (pa.ArrowException, UnicodeError, ValueError) as exc:
+                raise Fallback from exc
+
+
+Columnar = ArrowCsv | ArrowParquet | ArrowJsonLines
+
+
+def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
+    """The columnar reader of `table`, if it can take it: a delimited file whose header is its
+    first line, a Parquet file, a JSON Lines file in UTF-8."""
+    if isinstance(table, CsvTable) and table.header_line == 1:
+        return ArrowCsv(table, mapped)
+    if isinstance(table, ParquetTable):
+        return ArrowParquet(table, mapped)
+    if isinstance(table, JsonTable) and table.mode == "lines" and table.encoding in ("utf-8", "ascii"):
+        return ArrowJsonLines(table, mapped)
+    return None
+
+
+def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[Positioned]:
     """Observe every batch's types and keep the batch in a local Arrow file, so the file is
     parsed once even when its types must be known before the first row is written."""
     writer: ipc.RecordBatchStreamWriter | None = None
@@ -88,15 +164,36 @@ def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spo
                 if inference.types[name] == "text":
                     continue
                 values = batch.column(name)
-                kind = infer_text_array(values)
+                kind = infer_array(values)
                 if kind is None:
                     inference.observe(name, values.to_pylist())
                 else:
                     inference.settle(name, kind)
-            yield position
+            yield batch, position
     finally:
         if writer is not None:
             writer.close()
+
+
+Ahead = tuple[pa.RecordBatch | None, int, dict[str, str]]  # typed batch (None: guess broken), position, guess
+
+
+def typed_ahead(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[Ahead]:
+    """`infer_and_spool`, and each batch typed by the types the batches so far suggest (the
+    guess: what the first batch suggests), so writing need not wait for the whole file's
+    inference: the guess usually holds to the end. Once a batch changes a type, no later
+    batch is typed (None); the caller rewrites the file from the spool with the final types."""
+    guess: dict[str, str] | None = None
+    broken = False
+    for batch, position in infer_and_spool(batches, inference, spool):
+        seen = inference.result()
+        guess = guess or seen
+        broken = broken or seen != guess  # for good: a type may come back to the guess later
+        if broken:
+            yield None, position, guess
+            continue
+        for typed_batch, _ in typed(iter([(batch, position)]), guess):
+            yield typed_batch, position, guess
 
 
 def spooled(spool: Path, position: int) -> Iterator[Positioned]:
@@ -116,7 +213,7 @@ def typed(batches: Iterator[Positioned], types: dict[str, str]) -> Iterator[Posi
                 arrays.append(pa.nulls(batch.num_rows, ARROW_TYPES[kind]))
                 continue
             values = batch.column(name)
-            coerced = coerce_text_array(values, kind)
+            coerced = coerce_array(values, kind)
             if coerced is None:
                 try:
                     coerced = arrow_column(coerce_column(values.to_pylist(), kind), kind)

@@ -5,8 +5,8 @@ extract records per chunk with the model, spooled to a local file) -> column typ
 at the dataset's first ingestion, else the dataset's) -> stage -> coerce and write in
 batches -> publish -> embed the published rows (`embedding`).
 
-Delimited files take the columnar path (`columnar`: parsed once by pyarrow, typed by Arrow
-kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
+Delimited, Parquet and JSON Lines files take the columnar path (`columnar`: parsed once by
+pyarrow, typed by Arrow kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
 take the row path (`records`). Parsing and coercion run in a thread a batch at a time, so an
 in-process worker does not stall the API, and cancellation (shutdown) takes effect between
 batches.
@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from datawell.errors import IngestionFailed, NotFound
-from datawell.ingest.columnar import ArrowCsv, Fallback, columnar, infer_and_spool, spooled, typed
+from datawell.ingest.columnar import Ahead, Columnar, Fallback, Positioned, columnar, spooled, typed, typed_ahead
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
@@ -78,7 +79,7 @@ class Structured:
     records: Records
     strict: bool  # a value that does not fit its type fails the attempt (else it is left empty)
     summary: str
-    columnar: ArrowCsv | None = None  # the same file for the columnar path, when it can take it
+    columnar: Columnar | None = None  # the same file for the columnar path, when it can take it
 
 
 class Ingest:
@@ -226,23 +227,62 @@ class Ingest:
         self.dataset.field_types = types
         return dataset_columns(self.dataset)
 
-    async def write_columnar(self, arrow: ArrowCsv) -> int:
+    async def write_columnar(self, arrow: Columnar) -> int:
         """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
         batches = arrow.batches(self.batch_rows)
-        if not self.dataset.field_types:
-            spool = self.workdir / "columns.arrows"
-            inference = TypeInference(self.dataset.schema_definition)
-            async for position in pull(infer_and_spool(batches, inference, spool)):
-                await self.tracker.progress(min(position, self.total_bytes), 0, INFERRING)
-            await self.settle(inference)
-            batches = spooled(spool, self.total_bytes)
-        await self.services.rows.stage(self.dataset, self.attempt.id)
+        if self.dataset.field_types:
+            return await self.write_typed(typed(batches, dataset_columns(self.dataset)))
+        # A first ingestion: rows are written on the types the first batch suggests while the
+        # whole file's types are inferred, and written again from the spool if they differ.
+        spool = self.workdir / "columns.arrows"
+        inference = TypeInference(self.dataset.schema_definition)
+        ahead = await self.write_ahead(typed_ahead(batches, inference, spool))
+        types = await self.settle(inference)
+        if ahead is not None and ahead[1] == types:
+            return ahead[0]
+        return await self.write_typed(typed(spooled(spool, self.total_bytes), types))
+
+    def bulk_writer(self) -> StageWriter:
         large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
-        writer = self.services.rows.writer(self.attempt.id, large=large)
+        return self.services.rows.writer(self.attempt.id, large=large)
+
+    async def write_typed(self, batches: Iterator[Positioned]) -> int:
+        writer = self.bulk_writer()
+        opening = asyncio.ensure_future(writer.open())  # while the stage is made
         try:
-            return await self.write_batches(writer, (b for b in typed(batches, dataset_columns(self.dataset))))
+            await self.services.rows.stage(self.dataset, self.attempt.id)
+            await opening
+            return await self.write_batches(writer, batches)
         finally:
+            await asyncio.wait([opening])
             await writer.close()
+
+    async def write_ahead(self, batches: Iterator[Ahead]) -> tuple[int, dict[str, str]] | None:
+        """Stage the batches typed on the guess; (rows written, the guess) if it held to the
+        end, else None (the rest of the file was only read, for its types)."""
+        writer = self.bulk_writer()
+        opening = asyncio.ensure_future(writer.open())  # while the first batch is parsed
+        written, staged_as = 0, None
+        try:
+            async for batch, position, guess in pull(batches):
+                message = INFERRING if batch is None else "writing rows"
+                await self.tracker.progress(min(position, self.total_bytes), max(written, 0), message)
+                if batch is None:
+                    if staged_as is not None:  # stop writing, and let the writer go
+                        staged_as = None
+                        await writer.close()
+                    written = -1
+                    continue
+                if staged_as is None:
+                    await self.services.rows.stage(self.dataset, self.attempt.id, guess)
+                    await opening
+                    staged_as = guess
+                await writer.append(batch, self.attempt.name)
+                written += batch.num_rows
+        finally:
+            await asyncio.wait([opening])
+            await writer.close()
+        return None if written < 0 or staged_as is None else (written, staged_as)
 
     async def write_batches(self, writer: StageWriter, batches: Any) -> int:
         written = 0

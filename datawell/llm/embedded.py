@@ -16,6 +16,7 @@ import os
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +42,35 @@ DEFAULT_MAX_TOKENS = 1024
 
 
 def default_threads() -> int:
-    """All cores but one: llama.cpp's threads wait for each other at every layer, so one
-    thread that loses its core to another process stalls them all (measured on 2 busy
-    cores: 1 thread decodes 2.2 tokens/s, 2 threads 0.2)."""
-    return max(1, (os.cpu_count() or 2) - 1)
+    """Every core this process may run on. On an idle 2-core machine two threads answer a
+    cold question in 57 s where one took 78 s (docs/models.md). llama.cpp's threads wait
+    for each other at every layer, so on cores busy with other work fewer threads can be
+    faster: `DATAWELL_EMBEDDED_MODEL_THREADS` overrides this."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """One completion as the model's server counted it: prompt tokens evaluated and taken
+    from its prompt cache, and the seconds spent reading the prompt and writing the reply."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    prefill_seconds: float
+    output_tokens: int
+    decode_seconds: float
+    wall_seconds: float
+
+    @classmethod
+    def of(cls, timings: dict[str, Any], wall_seconds: float) -> CallStats:
+        return cls(
+            prompt_tokens=int(timings.get("prompt_n", 0)) + int(timings.get("cache_n", 0)),
+            cached_tokens=int(timings.get("cache_n", 0)),
+            prefill_seconds=float(timings.get("prompt_ms", 0.0)) / 1000,
+            output_tokens=int(timings.get("predicted_n", 0)),
+            decode_seconds=float(timings.get("predicted_ms", 0.0)) / 1000,
+            wall_seconds=wall_seconds,
+        )
 
 
 class ReaderGone(Exception):
@@ -97,6 +123,8 @@ class EmbeddedRuntime:
         self._server: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
+        # The latest calls' counters, for bench/ask.py and the log.
+        self.calls: deque[CallStats] = deque(maxlen=256)
 
     @property
     def loaded(self) -> bool:
@@ -121,7 +149,10 @@ class EmbeddedRuntime:
                 params.kv_unified = True
                 params.warmup = False
                 params.verbosity = -1
-                params.cache_ram_mib = 512
+                # Host-RAM copies of evaluated prompts: a namespace's prefix (rules + catalog,
+                # about 1,000 tokens, 28 KB of KV cache a token) is restored from here when
+                # another namespace's question used the slot in between.
+                params.cache_ram_mib = 1024
                 # The server also listens on a loopback port of its own choosing; a random
                 # key keeps anything else on the machine from using that listener.
                 params.api_keys = [secrets.token_urlsafe(24)]
@@ -144,12 +175,15 @@ class EmbeddedRuntime:
         server = self.load()
         failure: str | None = None
         timed_out = False
+        timings: dict[str, Any] = {}
+        started = time.monotonic()
 
         def callback(chunk: dict[str, Any]) -> bool:
             nonlocal failure, timed_out
             failure = _server_error(chunk)
             if failure is not None:
                 return True
+            timings.update(chunk.get("timings") or {})
             try:
                 on_chunk(chunk)
             except ReaderGone:
@@ -162,6 +196,18 @@ class EmbeddedRuntime:
         body = {**request, "stream": True, "stream_options": {"include_usage": True}}
         body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
         server.handle_chat_completions(body, callback)
+        if timings:
+            stats = CallStats.of(timings, time.monotonic() - started)
+            self.calls.append(stats)
+            log.info(
+                "embedded call: %d prompt tokens (%d cached) in %.1f s, %d output tokens in %.1f s, %.1f s in all",
+                stats.prompt_tokens,
+                stats.cached_tokens,
+                stats.prefill_seconds,
+                stats.output_tokens,
+                stats.decode_seconds,
+                stats.wall_seconds,
+            )
         if failure is not None:
             raise litellm.BadRequestError(
                 message=f"the embedded model refused the request: {failure}",

@@ -11,6 +11,7 @@ first call."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from operator import itemgetter
@@ -32,6 +33,8 @@ from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.llm import embedded
 from datawell.llm.models import Stage, StageChoices
+
+log = logging.getLogger(__name__)
 
 litellm.suppress_debug_info = True
 
@@ -262,6 +265,20 @@ class LiteLLMChatModels:
 
     def check(self, stage: Stage, choices: StageChoices | None = None) -> None:
         self.for_stage(stage, choices)
+
+    async def preload(self) -> None:
+        """Load the embedded model now when a question's stage would use it, so the first
+        question does not wait for it. A model that cannot load is logged here and
+        reported to the first question that needs it."""
+        stages: tuple[Stage, ...] = ("plan", "query", "answer")
+        if not self.settings.embedded_model_enabled or all(
+            self.model_name(stage) != embedded.EMBEDDED_MODEL for stage in stages
+        ):
+            return
+        try:
+            await asyncio.to_thread(embedded.runtime().load)
+        except ModelError as error:
+            log.warning("the embedded model was not preloaded: %s", error.message)
 
     def refuse_unusable(self, name: str) -> None:
         """Refuse, before any call, a model that cannot work: unknown, disabled or keyless."""

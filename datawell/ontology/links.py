@@ -73,7 +73,9 @@ class NewLink:
 async def active_links(session: AsyncSession, namespace_id: str) -> list[Link]:
     """The namespace's active links (`origin`/`destination` as `namespace/dataset.field`)."""
     rows = await session.execute(
-        select(Link).where(Link.namespace_id == namespace_id, Link.status == ACTIVE).order_by(Link.origin)
+        select(Link)
+        .where(Link.namespace_id == namespace_id, Link.status == ACTIVE)
+        .order_by(Link.origin, Link.destination)
     )
     return list(rows.scalars())
 

@@ -36,6 +36,20 @@ class Prompt:
         return frozenset(found)
 
     def render(self, **values: object) -> list[BaseMessage]:
+        text = self._values(values)
+        messages: list[BaseMessage] = []
+        if self.system is not None:
+            messages.append(SystemMessage(self.system.substitute(text)))
+        messages.append(HumanMessage(self.user.substitute(text)))
+        return messages
+
+    def text(self, **values: object) -> str:
+        """A prompt without a system part, rendered as one text (a part of a message)."""
+        if self.system is not None:
+            raise PromptError(f"prompt {self.name!r} has a system part: render it as messages")
+        return self.user.substitute(self._values(values))
+
+    def _values(self, values: dict[str, object]) -> dict[str, str]:
         missing = self.slots - values.keys()
         unknown = values.keys() - self.slots
         if missing or unknown:
@@ -50,12 +64,7 @@ class Prompt:
                     if part
                 )
             )
-        text = {k: str(v) for k, v in values.items()}
-        messages: list[BaseMessage] = []
-        if self.system is not None:
-            messages.append(SystemMessage(self.system.substitute(text)))
-        messages.append(HumanMessage(self.user.substitute(text)))
-        return messages
+        return {k: str(v) for k, v in values.items()}
 
 
 def parse(name: str, source: str) -> Prompt:

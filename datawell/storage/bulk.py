@@ -21,14 +21,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from sqlalchemy.engine import make_url
 
-_HEX4 = pa.array([f"{i:04x}" for i in range(1 << 16)])
+COUNTER_DIGITS = 10  # hex digits of the row counter: 40 bits
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
 def id_prefix() -> str:
@@ -41,29 +44,59 @@ def id_prefix() -> str:
 
 
 def row_ids(prefix: str, first: int, count: int) -> pa.Array:
-    """Ids for rows number `first` .. `first + count - 1` of the attempt run named by `prefix`."""
-    import numpy as np
-
+    """Ids for rows number `first` .. `first + count - 1` of the attempt run named by `prefix`:
+    fixed-width text, so the bytes are laid out in one NumPy array and handed to Arrow whole."""
+    head = np.frombuffer(prefix.encode("ascii"), dtype=np.uint8)
     numbers = np.arange(first, first + count, dtype=np.uint64)
-    digits = [pc.take(_HEX4, pa.array((numbers >> np.uint64(shift)) & np.uint64(0xFFFF))) for shift in (32, 16, 0)]
-    counter = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*digits, ""), 2)
-    return pc.binary_join_element_wise(pa.scalar(prefix), counter, "")
+    shifts = np.arange(4 * (COUNTER_DIGITS - 1), -1, -4, dtype=np.uint64)
+    digits = _HEX[((numbers[:, None] >> shifts) & np.uint64(0xF)).astype(np.uint8)]
+    width = len(head) + COUNTER_DIGITS
+    data = np.empty((count, width), dtype=np.uint8)
+    data[:, : len(head)] = head
+    data[:, len(head) :] = digits
+    offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One attempt run's staging table, and what its writer adds to every row."""
+
+    table: str
+    ingestion_id: str
+    prefix: str  # of the rows' ids (`id_prefix`)
+    dialect: str
+
+
+def staged(batch: pa.RecordBatch, stage: Stage, source: str, first: int) -> pa.RecordBatch:
+    """`batch` (one column per field) with the internal columns in front, as the store keeps it;
+    `first`: the attempt run's number of its first row."""
+    count = batch.num_rows
+    internal = [
+        row_ids(stage.prefix, first, count),
+        pa.repeat(stage.ingestion_id, count).cast(pa.string()),
+        pa.repeat(source, count).cast(pa.string()),
+    ]
+    names = ["__id", "__ingestion_id", "__source", *batch.schema.names]
+    return for_backend(pa.RecordBatch.from_arrays([*internal, *batch.columns], names=names), stage.dialect)
 
 
 class SqliteWriter:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stage: Stage) -> None:
         import sqlite3
 
+        self.stage = stage
         self.connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         # A staging table needs no durability before it is published (publishing commits
         # durably; a crash before that starts the attempt from an empty stage).
         self.connection.execute("PRAGMA synchronous=NORMAL")
 
-    def append(self, table: str, batch: pa.RecordBatch) -> None:
-        names = ", ".join(f'"{n}"' for n in batch.schema.names)
-        statement = f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * batch.num_columns)})'
+    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
+        full = staged(batch, self.stage, source, first)
+        names = ", ".join(f'"{n}"' for n in full.schema.names)
+        statement = f'INSERT INTO "{self.stage.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
         self.connection.execute("BEGIN")
-        self.connection.executemany(statement, zip(*(column.to_pylist() for column in batch.columns), strict=True))
+        self.connection.executemany(statement, zip(*(column.to_pylist() for column in full.columns), strict=True))
         self.connection.execute("COMMIT")
 
     def close(self) -> None:
@@ -72,9 +105,14 @@ class SqliteWriter:
 
 class SqliteProcessWriter:
     """Arrow batches to the ADBC SQLite driver in a child process (`storage.sqlite_ingest`):
-    about twice as fast as `executemany`, for the cost of starting the process."""
+    about twice as fast as `executemany`, for the cost of starting the process. The child
+    adds the internal columns (ids and all), and one batch is written there while the next
+    is sent, so the two processes work at once: the acknowledgement of a batch is awaited
+    only when the one after it has been sent."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stage: Stage) -> None:
+        self.stage = stage
+        self.unacknowledged = 0
         self.process = subprocess.Popen(
             [sys.executable, "-m", "datawell.storage.sqlite_ingest", path],
             stdin=subprocess.PIPE,
@@ -82,18 +120,26 @@ class SqliteProcessWriter:
             stderr=subprocess.PIPE,
         )
 
-    def append(self, table: str, batch: pa.RecordBatch) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        schema = batch.schema.with_metadata({"table": table})
+    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
+        assert self.process.stdin is not None
+        stage = self.stage
+        metadata = {"table": stage.table, "ingestion": stage.ingestion_id, "prefix": stage.prefix}
+        schema = batch.schema.with_metadata({**metadata, "source": source, "first": str(first)})
         try:
             with ipc.new_stream(self.process.stdin, schema) as stream:
                 stream.write_batch(batch.replace_schema_metadata(schema.metadata))
             self.process.stdin.flush()
-            acknowledged = self.process.stdout.readline() == b"ok\n"
         except BrokenPipeError:
-            acknowledged = False
-        if not acknowledged:
+            raise RuntimeError(f"the SQLite writer process failed: {self._errors()}") from None
+        self.unacknowledged += 1
+        while self.unacknowledged > 1:
+            self._acknowledged()
+
+    def _acknowledged(self) -> None:
+        assert self.process.stdout is not None
+        if self.process.stdout.readline() != b"ok\n":
             raise RuntimeError(f"the SQLite writer process failed: {self._errors()}")
+        self.unacknowledged -= 1
 
     def _errors(self) -> str:
         self.process.kill()
@@ -101,21 +147,25 @@ class SqliteProcessWriter:
         return errors.decode(errors="replace")[-2000:]
 
     def close(self) -> None:
-        if self.process.stdin is not None:
+        """Wait until every batch is committed (or kill the process when one failed)."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
+        while self.unacknowledged:
+            self._acknowledged()
         if self.process.wait() != 0:
             raise RuntimeError(f"the SQLite writer process failed: {self._errors()}")
 
 
 class PostgresWriter:
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, stage: Stage) -> None:
         import adbc_driver_postgresql.dbapi as postgresql
 
+        self.stage = stage
         self.connection: Any = postgresql.connect(uri)
 
-    def append(self, table: str, batch: pa.RecordBatch) -> None:
+    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
         with self.connection.cursor() as cursor:
-            cursor.adbc_ingest(table, batch, mode="append")
+            cursor.adbc_ingest(self.stage.table, staged(batch, self.stage, source, first), mode="append")
         self.connection.commit()
 
     def close(self) -> None:
@@ -125,17 +175,17 @@ class PostgresWriter:
 Writer = SqliteWriter | SqliteProcessWriter | PostgresWriter
 
 
-def open_writer(url: str, *, large: bool) -> Writer | None:
-    """A bulk writer into the database SQLAlchemy `url` names, or None when there is none for
-    it. `large`: worth starting a process for (SQLite)."""
+def open_writer(url: str, stage: Stage, *, large: bool) -> Writer | None:
+    """A bulk writer into `stage` in the database SQLAlchemy `url` names, or None when there is
+    none for it. `large`: worth starting a process for (SQLite)."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         path = parsed.database
         if not path or path == ":memory:" or path.startswith("file:"):
             return None
-        return SqliteProcessWriter(path) if large else SqliteWriter(path)
+        return SqliteProcessWriter(path, stage) if large else SqliteWriter(path, stage)
     if parsed.get_backend_name() == "postgresql":
-        return PostgresWriter(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
+        return PostgresWriter(parsed.set(drivername="postgresql").render_as_string(hide_password=False), stage)
     return None
 
 

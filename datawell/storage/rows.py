@@ -22,7 +22,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from datawell.storage.bulk import Writer, as_tuples, for_backend, id_prefix, open_writer, row_ids
+from datawell.storage.bulk import Stage, Writer, as_tuples, id_prefix, open_writer, row_ids, staged
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
@@ -93,9 +93,10 @@ class RowStore:
                     raise
         return table
 
-    async def stage(self, dataset: Dataset, ingestion_id: str) -> None:
-        """A fresh, empty staging table for this ingestion (dropping any left by a dead worker)."""
-        staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
+    async def stage(self, dataset: Dataset, ingestion_id: str, types: Mapping[str, str] | None = None) -> None:
+        """A fresh, empty staging table for this ingestion (dropping any left by a dead worker),
+        with the dataset's column types or `types`."""
+        staged = table_for(staging_name(ingestion_id), types or dataset_columns(dataset))
         async with self.engine.begin() as connection:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
@@ -112,10 +113,10 @@ class RowStore:
         ingestion's staging table; returns the rows' `__id`s in order."""
         writer = self.writer(ingestion_id)
         try:
-            ids = await writer.append(arrow_rows(rows, dataset_columns(dataset)), source)
+            await writer.append(arrow_rows(rows, dataset_columns(dataset)), source)
         finally:
             await writer.close()
-        return ids.to_pylist()
+        return row_ids(writer.stage.prefix, 0, len(rows)).to_pylist()
 
     async def publish(self, dataset: Dataset, ingestion_id: str) -> int:
         """Make the staged rows visible, atomically; returns how many there were."""
@@ -205,44 +206,39 @@ class RowStore:
 
 
 class StageWriter:
-    """Appends Arrow batches of typed field values to one staging table, giving each row its
-    `__id`, `__ingestion_id` and `__source`."""
+    """Appends Arrow batches of typed field values to one staging table; the bulk writer gives
+    each row its `__id`, `__ingestion_id` and `__source` (`bulk.staged`)."""
 
     def __init__(self, store: RowStore, table: str, ingestion_id: str, large: bool) -> None:
         self.large = large
         self.store = store
-        self.table = table
-        self.ingestion_id = ingestion_id
-        self.prefix = id_prefix()
+        self.stage = Stage(table, ingestion_id, id_prefix(), store.dialect)
         self.written = 0
         self.bulk: Writer | None = None
         self.opened = False
 
-    async def append(self, batch: pa.RecordBatch, source: str) -> pa.Array:
-        """Write `batch` (one column per field, of the field's Arrow type); the rows' ids."""
-        count = batch.num_rows
-        ids = row_ids(self.prefix, self.written, count)
+    async def append(self, batch: pa.RecordBatch, source: str) -> None:
+        """Write `batch` (one column per field, of the field's Arrow type)."""
+        first, count = self.written, batch.num_rows
         self.written += count
         if count == 0:
-            return ids
-        internal = [
-            ids,
-            pa.repeat(self.ingestion_id, count).cast(pa.string()),
-            pa.repeat(source, count).cast(pa.string()),
-        ]
-        full = pa.RecordBatch.from_arrays([*internal, *batch.columns], names=[*INTERNAL_COLUMNS, *batch.schema.names])
-        full = for_backend(full, self.store.dialect)
-        if not self.opened:
-            url = self.store.engine.url.render_as_string(hide_password=False)
-            self.bulk, self.opened = await asyncio.to_thread(open_writer, url, large=self.large), True
+            return
+        await self.open()
         if self.bulk is not None:
-            await asyncio.to_thread(self.bulk.append, self.table, full)
-            return ids
+            await asyncio.to_thread(self.bulk.append, batch, source, first)
+            return
+        full = staged(batch, self.stage, source, first)
         names = ", ".join(f'"{n}"' for n in full.schema.names)
-        statement = f'INSERT INTO "{self.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
+        statement = f'INSERT INTO "{self.stage.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
         async with self.store.engine.begin() as connection:
             await connection.exec_driver_sql(statement, as_tuples(full))  # type: ignore[arg-type]
-        return ids
+
+    async def open(self) -> None:
+        """Start the bulk writer (a child process for large SQLite files) now rather than at the
+        first batch, so its start-up overlaps other work."""
+        if not self.opened:
+            url = self.store.engine.url.render_as_string(hide_password=False)
+            self.bulk, self.opened = await asyncio.to_thread(open_writer, url, self.stage, large=self.large), True
 
     async def close(self) -> None:
         if self.bulk is not None:

@@ -2,8 +2,10 @@
 
 The driver bundles its own copy of SQLite; two copies in one process break each other's
 file locks, so it runs here, in a process of its own, fed by `bulk.SqliteProcessWriter`:
-each batch arrives on stdin as one Arrow IPC stream whose schema metadata names the table,
-and is acknowledged with a line on stdout once committed.
+each batch of field values arrives on stdin as one Arrow IPC stream whose schema metadata
+names the staging table and what `bulk.staged` needs to add the internal columns (ids and
+all, made here: off the parent's core); it is acknowledged with a line on stdout once
+committed.
 
     python -m datawell.storage.sqlite_ingest /path/to/rows.db"""
 
@@ -17,6 +19,8 @@ import adbc_driver_sqlite.dbapi as sqlite
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from datawell.storage.bulk import Stage, staged
+
 
 def main(path: str) -> None:
     connection = sqlite.connect(path, autocommit=True)  # pragmas cannot change inside a transaction
@@ -28,11 +32,13 @@ def main(path: str) -> None:
     source = cast(io.BufferedReader, sys.stdin.buffer)
     while source.peek(1):
         reader = ipc.open_stream(source)
-        table = (reader.schema.metadata or {})[b"table"].decode()
-        data = pa.Table.from_batches(list(reader), reader.schema)
+        meta = {key.decode(): value.decode() for key, value in (reader.schema.metadata or {}).items()}
+        stage = Stage(meta["table"], meta["ingestion"], meta["prefix"], "sqlite")
+        batches = [staged(batch, stage, meta["source"], int(meta["first"])) for batch in reader]
+        data = pa.Table.from_batches(batches)
         with connection.cursor() as cursor:
             cursor.execute("BEGIN")
-            cursor.adbc_ingest(table, data, mode="append")
+            cursor.adbc_ingest(stage.table, data, mode="append")
             cursor.execute("COMMIT")
         sys.stdout.write("ok\n")
         sys.stdout.flush()

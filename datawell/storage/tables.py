@@ -9,7 +9,18 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -199,3 +210,22 @@ class Conversation(Base):
     title: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class VerifiedExample(Base):
+    """A question and the query a user verified answers it, kept per namespace as few-shot
+    examples for the query writer and for answering the same question with no model call."""
+
+    __tablename__ = "verified_examples"
+    __table_args__ = (Index("ix_verified_examples_question", "namespace_id", "question_key", unique=True),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    namespace_id: Mapped[str] = mapped_column(ForeignKey("namespaces.id", ondelete="CASCADE"))
+    question: Mapped[str] = mapped_column(Text)
+    # The question normalised (case, spacing, trailing punctuation): what an exact match compares.
+    question_key: Mapped[str] = mapped_column(String(512))
+    query: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(16))  # "manual" | "conversation"
+    conversation_id: Mapped[str | None] = mapped_column(String(36), default=None)
+    step: Mapped[int | None] = mapped_column(Integer, default=None)  # 1-based, with conversation_id
+    created_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

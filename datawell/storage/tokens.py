@@ -4,7 +4,9 @@ when configured, JWTs of an external OpenID issuer verified against its JWKS."""
 from __future__ import annotations
 
 import secrets
+import time
 from datetime import timedelta
+from typing import Any
 
 import jwt
 
@@ -15,6 +17,7 @@ from datawell.storage.tables import Token, User
 from datawell.storage.users import active_token_user, create_token, find_user, get_user
 
 ISSUER = "datawell"
+VERIFIED_TOKENS = 10_000  # emptied when full: a miss costs one verification
 
 
 class TokenAuthority:
@@ -32,6 +35,11 @@ class TokenAuthority:
         self.oidc_issuer = oidc_issuer
         self.oidc_audience = oidc_audience
         self.jwks = jwt.PyJWKClient(oidc_jwks_url) if oidc_jwks_url else None
+        # Claims of own tokens whose signature checked out, by token text: parsing and
+        # verifying a JWT costs more than the database lookup. The text and key decide the
+        # signature for good, so this needs no invalidation; expiry is checked on every use
+        # and revocation in the database on every request (`active_token_user`).
+        self.verified: dict[str, dict[str, Any]] = {}
 
     def encode(self, token: Token, user: User) -> str:
         claims = {
@@ -56,28 +64,35 @@ class TokenAuthority:
         if scheme.lower() != "bearer" or not raw.strip():
             raise Unauthorized("the Authorization header must be 'Bearer <token>'")
         raw = raw.strip()
-        try:
-            header = jwt.get_unverified_header(raw)
-        except jwt.PyJWTError:
-            raise Unauthorized("the bearer token is not a valid JWT") from None
-        if header.get("alg") == "HS256":
-            return await self._own_token(raw)
-        return await self._external_token(raw)
+        claims = self.verified.get(raw)
+        if claims is None:
+            try:
+                header = jwt.get_unverified_header(raw)
+            except jwt.PyJWTError:
+                raise Unauthorized("the bearer token is not a valid JWT") from None
+            if header.get("alg") != "HS256":
+                return await self._external_token(raw)
+            claims = self._verify(raw)
+        elif claims["exp"] <= time.time():  # as jwt.decode checks it
+            raise Unauthorized("the bearer token has expired")
+        user = await active_token_user(self.db.direct, claims["jti"])
+        if user is None:
+            raise Unauthorized("the bearer token has been revoked or is unknown")
+        return user
 
-    async def _own_token(self, raw: str) -> User:
+    def _verify(self, raw: str) -> dict[str, Any]:
         try:
-            claims = jwt.decode(
+            claims: dict[str, Any] = jwt.decode(
                 raw, self.secret, algorithms=["HS256"], issuer=ISSUER, options={"require": ["exp", "jti", "sub"]}
             )
         except jwt.ExpiredSignatureError:
             raise Unauthorized("the bearer token has expired") from None
         except jwt.PyJWTError:
             raise Unauthorized("the bearer token is invalid") from None
-        async with self.db.read() as session:
-            user = await active_token_user(session, claims["jti"])
-        if user is None:
-            raise Unauthorized("the bearer token has been revoked or is unknown")
-        return user
+        if len(self.verified) >= VERIFIED_TOKENS:
+            self.verified.clear()
+        self.verified[raw] = claims
+        return claims
 
     async def _external_token(self, raw: str) -> User:
         if self.jwks is None:

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import Conflict, InvalidInput, NotFound, SubError
+from datawell.storage.direct import DirectReads, timestamp
 from datawell.storage.tables import Token, User, utcnow
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -48,6 +49,14 @@ async def get_user(session: AsyncSession, username: str) -> User:
     return user
 
 
+async def usernames(session: AsyncSession, user_ids: set[str]) -> dict[str, str]:
+    """User id -> username, in one query."""
+    if not user_ids:
+        return {}
+    rows = await session.execute(select(User.id, User.username).where(User.id.in_(user_ids)))
+    return dict(rows.tuples().all())
+
+
 async def list_users(session: AsyncSession) -> list[User]:
     return list((await session.execute(select(User).order_by(User.username))).scalars())
 
@@ -68,17 +77,22 @@ async def revoke_token(session: AsyncSession, token_id: str) -> Token:
     return token
 
 
-async def active_token_user(session: AsyncSession, token_id: str) -> User | None:
+# Through the direct read path: the check every authenticated request makes.
+TOKEN_USER = (
+    "SELECT users.id, users.username, users.created_at, tokens.expires_at"
+    " FROM tokens JOIN users ON users.id = tokens.user_id WHERE tokens.id = $1 AND tokens.revoked_at IS NULL"
+)
+
+
+async def active_token_user(reads: DirectReads, token_id: str) -> User | None:
     """The user of a token that exists, is not revoked and has not expired: one indexed
-    lookup per request, so a revocation takes effect at the next request."""
-    row = (
-        await session.execute(
-            select(User)
-            .join(Token, Token.user_id == User.id)
-            .where(Token.id == token_id, Token.revoked_at.is_(None), Token.expires_at > utcnow())
-        )
-    ).scalar_one_or_none()
-    return row
+    lookup per request, never cached, so a revocation takes effect at the next request."""
+    rows = await reads.fetch(TOKEN_USER, token_id)
+    if not rows or timestamp(rows[0][3]) <= utcnow():
+        return None
+    user_id, username, created_at, _expires_at = rows[0]
+    # Detached from any session: callers read its id and username only.
+    return User(id=user_id, username=username, created_at=timestamp(created_at))
 
 
 async def list_tokens(session: AsyncSession, user: User) -> list[Token]:

@@ -68,14 +68,16 @@ def describe_values(hint: ColumnHint, rows: int) -> str:
     told = _range(hint)
     if hint.values:
         listed = ", ".join(_literal(v) for v in hint.values)
-        if hint.distinct == len(hint.values):
+        if hint.distinct_at_least is not None:
+            told = f"{hint.distinct_at_least:,}+ distinct, e.g. {listed}"
+        elif hint.distinct is None:
+            told = f"e.g. {listed}"
+        elif hint.distinct == len(hint.values):
             told = f"one of {listed}"
         elif hint.distinct == rows - hint.nulls:
             told = f"unique, e.g. {listed}"
-        elif hint.distinct is not None:
-            told = f"{hint.distinct:,} distinct, e.g. {listed}"
         else:
-            told = f"{hint.distinct_at_least:,}+ distinct, e.g. {listed}"
+            told = f"{hint.distinct:,} distinct, e.g. {listed}"
     if rows and hint.nulls / rows >= NOTABLE_NULLS:
         told += ("; " if told else "") + f"{hint.nulls / rows:.0%} null"
     return told

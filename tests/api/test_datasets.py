@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from datawell.services import Services
-from datawell.storage.access import Permission, set_grant
+from datawell.storage.access import Permission, ensure_namespace, set_grant
+from datawell.storage.users import get_user
 from tests.conftest import Account
 
 ORDERS = {
@@ -79,6 +80,26 @@ async def test_list_and_read(client, alice: Account) -> None:
     one = await client.get("/api/v1/datasets/alice/sales/orders", headers=alice.headers)
     assert one.status_code == 200
     assert one.json()["schemaDefinition"] == ORDERS["schemaDefinition"]
+
+
+async def test_list_and_read_show_what_create_returned(client, services: Services, alice: Account) -> None:
+    # Listing and reading take the direct read path, create the ORM: the bodies must agree.
+    created = (await create(client, alice)).json()
+    listing = await client.get("/api/v1/datasets/alice/sales", headers=alice.headers)
+    one = await client.get("/api/v1/datasets/alice/sales/orders", headers=alice.headers)
+    assert listing.json() == {"data": [created]}
+    assert one.json() == created
+
+
+async def test_namespace_without_datasets_lists_none(client, services: Services, alice: Account) -> None:
+    async with services.db.session() as session:
+        await ensure_namespace(session, await get_user(session, "alice"), "empty")
+    listing = await client.get("/api/v1/datasets/alice/empty", headers=alice.headers)
+    assert listing.status_code == 200
+    assert listing.json() == {"data": []}
+    missing = await client.get("/api/v1/datasets/alice/empty/orders", headers=alice.headers)
+    assert missing.status_code == 404
+    assert missing.json()["message"] == "dataset alice/empty/orders does not exist"
 
 
 async def test_read_missing_dataset_is_404(client, alice: Account) -> None:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 import sqlglot
 from sqlglot import exp
 
-from datawell.errors import QueryError
+from datawell.errors import QueryError, QueryRefused
 from datawell.evals.records import PredictedLink
 from datawell.evals.runner import Targets
 from datawell.graphs.events import CuratedLink, GraphEvent, LinksCurated, QueryGenerated, RowsReady, RunFailed
@@ -88,7 +88,7 @@ def scripted_nl2ql(answers: Mapping[str, Answer], attempts: int = 1) -> Callable
     async def run(services: Services, request: AskRequest) -> AsyncIterator[GraphEvent]:
         query = answers.get(request.question)
         if query is None:
-            yield RunFailed(error=QueryError("this question cannot be answered from the data"))
+            yield RunFailed(error=QueryRefused("the datasets cannot answer this: no such data"))
             return
         yield QueryGenerated(query=query, attempts=attempts)
         try:

@@ -92,7 +92,7 @@ def test_bad_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_unknown_suite_names_the_bundled_ones() -> None:
-    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, nl2ql"):
+    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, erp, nl2ql"):
         load_suite("no-such-suite")
 
 
@@ -109,6 +109,17 @@ def test_bundled_suites_are_valid_and_big_enough() -> None:
         fixture = load_fixture(name)
         for dataset in fixture.datasets:
             assert 5 <= len(fixture.rows(dataset)) <= 500
+
+
+def test_the_erp_suite_is_big_enough_for_schema_pruning_to_matter() -> None:
+    suite = load_suite("erp")
+    fixture = load_fixture("erp")
+    assert len(suite.cases) >= 20 and suite.fixtures == ["erp"]
+    assert len(fixture.datasets) >= 8
+    assert sum(len(d.fields) for d in fixture.datasets.values()) >= 80
+    assert 200 <= sum(len(fixture.rows(name)) for name in fixture.datasets) <= 600
+    tags = {t for c in suite.cases for t in suite.tags(c)}
+    assert {"join", "aggregate", "grouping", "date", "filter", "ordering", "refuse", "erp"} <= tags
 
 
 def test_fixture_rows_are_typed() -> None:

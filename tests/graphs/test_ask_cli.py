@@ -59,7 +59,7 @@ def ask(*args: str) -> Any:
 
 def test_ask_prints_the_query_and_the_rows(operator: tuple[ScriptedChatModel, FakeQueryTools]) -> None:
     model, tools = operator
-    model.script.append(QueryDraft(reasoning="", query=OSLO))
+    model.script.append(QueryDraft(query=OSLO))
     tools.rows[OSLO] = [{"name": "Ann", "city": "Oslo", "__metadata": {"id": 1}}, {"name": "Ole-Johan", "city": "Oslo"}]
 
     result = ask("--namespace", "shop", "Who lives in Oslo?")
@@ -80,7 +80,7 @@ def test_ask_needs_to_know_whose_access_applies(operator: tuple[ScriptedChatMode
     forbidden = ask("--user", "bob", "--namespace", "alice/shop", "q")
     assert forbidden.exit_code == 1
     assert forbidden.stderr == "error: user 'bob' has no read access to namespace alice/shop\n"
-    model.script.append(QueryDraft(reasoning="", refusal="no weather data"))
+    model.script.append(QueryDraft(refusal="no weather data"))
     refused = ask("--namespace", "alice/shop", "Rain?")  # the owner named in OWNER/NAME asks
     assert (refused.exit_code, refused.stderr) == (1, "error: the datasets cannot answer this: no weather data\n")
 

@@ -46,8 +46,13 @@ async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
 
 
 def oslo_turn(answer: str) -> list[object]:
-    """The scripted replies of one turn about Oslo: a one-step plan, its query, the answer."""
-    return [PlanOutput(summary="", steps=["Names of customers in Oslo"]), QueryDraft(reasoning="", query=OSLO), answer]
+    """The scripted replies of one turn about Oslo: the plan with its query, the answer."""
+    return [PlanOutput(query=OSLO), answer]
+
+
+@pytest.fixture(autouse=True)
+def someone_lives_in_oslo(tools: FakeQueryTools) -> None:
+    tools.rows[OSLO] = [{"name": "Ann"}]
 
 
 def of_type(events: list[GraphEvent], kind: type) -> list:
@@ -60,25 +65,16 @@ def answer_of(events: list[GraphEvent]) -> str:
     return ready[0].text
 
 
-async def test_multi_step_plan_with_a_join_over_an_active_link(
+async def test_a_join_over_an_active_link(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(
-            summary="Total per customer, then who is in Oslo.",
-            steps=[
-                "Total order amount per customer name: customers LEFT JOIN orders on orders.customer_id = customers.id",
-                "Names of customers whose city is Oslo",
-            ],
-        ),
-        QueryDraft(reasoning="join along the link", query=TOTALS),
-        QueryDraft(reasoning="filter on city", query=OSLO),
-        "Ann spent 30.5 [1] and lives in Oslo [2].",
+    chat_model.script += [PlanOutput(query=TOTALS), "Ann spent 30.5 [1]."]
+    tools.rows[TOTALS] = [
+        {"name": "Ann", "total": 30.5, "__metadata": {"dataset": "customers"}},
+        {"name": "Bo", "total": None},
     ]
-    tools.rows[TOTALS] = [{"name": "Ann", "total": 30.5}, {"name": "Bo", "total": None}]
-    tools.rows[OSLO] = [{"name": "Ann", "__metadata": {"dataset": "customers"}}]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who in Oslo spent the most?"))
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did each customer spend?"))
 
     kinds = [e.type for e in events]
     deltas = kinds.count("answer-delta")
@@ -88,73 +84,77 @@ async def test_multi_step_plan_with_a_join_over_an_active_link(
         "plan",
         "step-started",
         "step",
-        "step-started",
-        "step",
         *["answer-delta"] * deltas,
         "answer",
         "run-finished",
     ]
     assert isinstance(events[0], RunStarted) and events[0].conversation_id
     plan = of_type(events, PlanReady)[0]
-    assert plan.text == "Total per customer, then who is in Oslo." and len(plan.steps) == 2
-    steps = of_type(events, StepFinished)
-    assert [(s.index, s.query, s.reasoning, s.error) for s in steps] == [
-        (1, TOTALS, "join along the link", None),
-        (2, OSLO, "filter on city", None),
-    ]
-    assert steps[1].rows == [{"name": "Ann", "__metadata": {"dataset": "customers"}}]  # clients get every field
+    assert (plan.text, plan.steps) == ("One query answers the question.", ["How much did each customer spend?"])
+    [step] = of_type(events, StepFinished)
+    assert (step.index, step.query, step.reasoning, step.error) == (
+        1,
+        TOTALS,
+        "the query proposed with the question",
+        None,
+    )
+    assert step.rows[0] == {"name": "Ann", "total": 30.5, "__metadata": {"dataset": "customers"}}  # every field
     answer = answer_of(events)
-    assert answer == "Ann spent 30.5 [1] and lives in Oslo [2]."
+    assert answer == "Ann spent 30.5 [1]."
     assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
 
-    plan_prompt, first_query, second_query, answer_prompt = chat_model.prompts()
+    plan_prompt, answer_prompt = chat_model.prompts()
     assert "Joins:\n- orders.customer_id = customers.id (ExactMatch, 42 matching values)" in plan_prompt
     assert "customers.city" not in plan_prompt  # only active links feed the planner
-    assert "Question: Total order amount per customer name" in first_query
-    # A later step sees what earlier steps found; the answer sees every step, cited by number.
-    assert '{"name": "Ann", "total": 30.5}' in second_query
-    assert "[1] Total order amount per customer name" in answer_prompt
-    assert f"Query: {OSLO}" in answer_prompt
+    # The answer sees the step's query and rows, cited by number, without internal fields.
+    assert "[1] How much did each customer spend?" in answer_prompt
+    assert f"Query: {TOTALS}" in answer_prompt
+    assert "name | total\nAnn | 30.5\nBo | null" in answer_prompt
     assert "__metadata" not in answer_prompt
     assert all(c.user == "alice" and c.namespace == "alice/shop" for c in tools.calls)
 
 
-async def test_a_failing_step_query_is_repaired(
+async def test_a_one_query_question_is_two_model_calls(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"]),
-        QueryDraft(reasoning="", query="SELECT name FROM customers WHERE town = 'Oslo'"),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann [1].",
-    ]
+    chat_model.script += [PlanOutput(query=OSLO), "Ann lives in Oslo [1]."]
     tools.rows[OSLO] = [{"name": "Ann"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
+    assert len(chat_model.calls) == 2  # plan and query in one call, then the answer
+    plan = of_type(events, PlanReady)[0]
+    assert (plan.text, plan.steps) == ("One query answers the question.", ["Who lives in Oslo?"])
     step = of_type(events, StepFinished)[0]
     assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
-    assert "no column 'town'" in chat_model.prompts()[2]
-    assert events[-1].type == "run-finished"
+    assert answer_of(events) == "Ann lives in Oslo [1]."
 
 
-async def test_a_query_the_plan_wrote_runs_without_asking_the_query_writer(
+async def test_every_stage_starts_with_the_same_prefix_for_a_namespace(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    # A small model's plan: the query as its one step, then a sentence about that query.
+    """The model's server reuses a cached prompt prefix only when the bytes are the same:
+    plan, query, repair and answer, and the next question, all start with one system text."""
+    bad = "SELECT name FROM customers WHERE town = 'Oslo'"
     chat_model.script += [
-        PlanOutput(summary="", steps=[OSLO, "This query lists the customers who live in Oslo."]),
-        "Ann lives in Oslo [1].",
+        PlanOutput(query=bad),
+        QueryDraft(query=OSLO),
+        "Ann [1].",
+        PlanOutput(query=OSLO),
+        "Ann again [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    await ask(services, AskRequest(shop.user, shop.namespace, "And who lives in Oslo now?"))
 
-    assert of_type(events, PlanReady)[0].steps == [f"Run this query: {OSLO}"]
-    [step] = of_type(events, StepFinished)
-    assert (step.query, step.rows, step.error) == (OSLO, [{"name": "Ann"}], None)
-    assert len(chat_model.calls) == 2  # the plan and the answer; no query writer
-    assert answer_of(events) == "Ann lives in Oslo [1]."
+    assert len(chat_model.calls) == 5
+    systems = {call[0].content for call in chat_model.calls}
+    assert len(systems) == 1 and all(type(call[0]).__name__ == "SystemMessage" for call in chat_model.calls)
+    prefix = systems.pop()
+    assert isinstance(prefix, str) and "ordered_at" in prefix and "Joins:" in prefix and "Oslo" not in prefix
+    # Everything that varies by stage or question comes after the prefix.
+    assert all(len(call) == 2 and "Question: " in str(call[1].content) for call in chat_model.calls)
 
 
 async def test_a_query_the_plan_wrote_is_repaired_when_refused(
@@ -162,8 +162,8 @@ async def test_a_query_the_plan_wrote_is_repaired_when_refused(
 ) -> None:
     bad = "SELECT name FROM customers WHERE town = 'Oslo'"
     chat_model.script += [
-        PlanOutput(summary="", steps=[bad]),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(query=bad),
+        QueryDraft(query=OSLO),
         "Ann [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -181,8 +181,8 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
     chat_model.script += [
-        PlanOutput(summary="", steps=["Shoe sizes of customers"]),
-        *[QueryDraft(reasoning="", query="SELECT shoe_size FROM customers")] * 3,
+        PlanOutput(query="SELECT shoe_size FROM customers"),
+        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
         "The shoe sizes could not be found [1].",
     ]
 
@@ -195,17 +195,60 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
     assert events[-1].type == "run-finished"
 
 
-async def test_an_empty_result(
+async def test_an_empty_result_gets_one_repair_and_then_stands(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += oslo_turn("Nobody lives in Oslo [1].")
+    tools.rows[OSLO] = []
+    chat_model.script += [PlanOutput(query=OSLO), QueryDraft(query=OSLO), "Nobody lives in Oslo [1]."]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     step = of_type(events, StepFinished)[0]
-    assert (step.rows, step.error) == ([], None)
+    assert (step.query, step.rows, step.error) == (OSLO, [], None)
+    repair = chat_model.prompts()[1]
+    assert f"Your previous query was:\n{OSLO}\nIt ran but returned no rows." in repair
     assert "Result: no rows (the query ran and returned nothing)." in chat_model.prompts()[-1]
     assert answer_of(events) == "Nobody lives in Oslo [1]."
+
+
+async def test_the_repair_of_an_empty_result_finds_the_rows(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    lower = "SELECT name FROM customers WHERE city = 'oslo'"
+    chat_model.script += [PlanOutput(query=lower), QueryDraft(query=OSLO), "Ann [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows) == (OSLO, [{"name": "Ann"}])
+    assert [e.type for e in events].count("step") == 1
+
+
+async def test_a_failed_repair_of_an_empty_result_keeps_the_result(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    lower = "SELECT name FROM customers WHERE city = 'oslo'"
+    chat_model.script += [PlanOutput(query=lower), QueryDraft(query="SELECT town FROM customers"), "Nobody [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows, step.error) == (lower, [], None)
+    assert len(chat_model.calls) == 3  # plan, one repair, answer: no second repair
+
+
+async def test_a_top_question_answered_without_ordering_is_repaired(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    unordered = "SELECT name FROM customers LIMIT 1"
+    ordered = "SELECT name FROM customers ORDER BY id DESC LIMIT 1"
+    tools.rows[unordered] = tools.rows[ordered] = [{"name": "Ann"}]
+    chat_model.script += [PlanOutput(query=unordered), QueryDraft(query=ordered), "Ann [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who is the latest customer?"))
+
+    assert of_type(events, StepFinished)[0].query == ordered
+    assert "has no ORDER BY" in chat_model.prompts()[1]
 
 
 async def test_caller_context_is_background_and_never_widens_access(
@@ -214,8 +257,8 @@ async def test_caller_context_is_background_and_never_widens_access(
     stolen = "SELECT salary FROM bob.secret.salaries"
     # A model that believes the fact and tries to read bob's namespace.
     chat_model.script += [
-        PlanOutput(summary="", steps=["Salaries from bob.secret.salaries"]),
-        *[QueryDraft(reasoning="the caller has access", query=stolen)] * 3,
+        PlanOutput(query=stolen),
+        *[QueryDraft(query=stolen)] * 2,
         "I could not read the salaries [1].",
     ]
     tools.rows[stolen] = [{"salary": 999999}]
@@ -250,15 +293,15 @@ async def test_helper_prompt_reaches_every_stage(
     await ask(services, AskRequest(shop.user, shop.namespace, "Who?", helper_prompt="Answer in Norwegian."))
 
     prompts = chat_model.prompts()
-    assert len(prompts) == 3
+    assert len(prompts) == 2
     assert all("Additional instructions from the caller:\nAnswer in Norwegian." in p for p in prompts)
 
 
 async def test_per_stage_overrides_reach_the_right_stage(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    planner = ScriptedChatModel([PlanOutput(summary="", steps=["Names of customers in Oslo"])])
-    writer = ScriptedChatModel([QueryDraft(reasoning="", query=OSLO)])
+    planner = ScriptedChatModel([PlanOutput(query="SELECT name FROM customers WHERE town = 'Oslo'")])
+    writer = ScriptedChatModel([QueryDraft(query=OSLO)])
     answerer = ScriptedChatModel(["Ann."])
     chat_models.per_stage.update(plan=planner, query=writer, answer=answerer)
     choices = StageChoices(
@@ -275,7 +318,9 @@ async def test_per_stage_overrides_reach_the_right_stage(
         ("answer", ModelChoice("writer", "ollama")),
     ]
     assert [len(m.calls) for m in (planner, writer, answerer)] == [1, 1, 1]
-    assert "Catalog:" in planner.prompts()[0] and "Rules:" in writer.prompts()[0] and "Steps:" in answerer.prompts()[0]
+    assert str(planner.calls[0][1].content).endswith("Task: write the query.")
+    assert "Your previous query was" in writer.prompts()[0]
+    assert str(answerer.calls[0][1].content).rstrip().endswith("Task: answer.")
 
 
 async def test_a_continued_conversation_carries_the_earlier_turns(
@@ -283,8 +328,7 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 ) -> None:
     chat_model.script += [
         *oslo_turn("Ann lives in Oslo [1]."),
-        PlanOutput(summary="", steps=["Total order amount per customer name"]),
-        QueryDraft(reasoning="", query=TOTALS),
+        PlanOutput(query=TOTALS),
         "Ann spent 30.5 [1].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -299,24 +343,24 @@ async def test_a_continued_conversation_carries_the_earlier_turns(
 
     assert isinstance(second[0], RunStarted) and second[0].conversation_id == conversation
     assert answer_of(second) == "Ann spent 30.5 [1]."
-    plan_prompt, _, answer_prompt = chat_model.prompts()[3:]
+    plan_prompt, answer_prompt = chat_model.prompts()[2:]
     for prompt in (plan_prompt, answer_prompt):
         assert "Earlier in this conversation (most recent last):\nQ: Who lives in Oslo?" in prompt
-        assert f"  step: Names of customers in Oslo -> {OSLO}" in prompt
+        assert f"  step: Who lives in Oslo? -> {OSLO}" in prompt
         assert "A: Ann lives in Oslo [1]." in prompt
         # caller context applies only to the turn it came with
         assert "team: sales" not in prompt
     # A new conversation starts empty.
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Ask me about the shop."]
+    chat_model.script += [PlanOutput(), "Ask me about the shop."]
     fresh = await ask(services, AskRequest(shop.user, shop.namespace, "Hello"))
     assert fresh[0].conversation_id != conversation
-    assert "Earlier in this conversation" not in chat_model.prompts()[6]
+    assert "Earlier in this conversation" not in chat_model.prompts()[4]
 
 
 async def test_another_users_or_an_unknown_conversation_is_not_found(
     services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(), "Hello."]
     first = await ask(services, AskRequest(shop.user, shop.namespace, "Hi"))
     conversation = first[0].conversation_id
     bob_user = await user_named(services, "bob")
@@ -342,7 +386,7 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
         "message": "the planning model did not return a plan",
     }
 
-    chat_model.script += [PlanOutput(summary="", steps=[]), "Hello."]
+    chat_model.script += [PlanOutput(), "Hello."]
     again = await ask(
         services, AskRequest(shop.user, shop.namespace, "Second", conversation_id=failed[0].conversation_id)
     )
@@ -351,22 +395,20 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
 
 
 async def test_the_step_budget_trims_the_plan_and_the_answer_says_so(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, search_server: str
 ) -> None:
+    services.settings.web_search_url = search_server
     services.settings.max_steps = 1
-    chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo", "Totals", "More"]),
-        QueryDraft(reasoning="", query=OSLO),
-        "Ann [1].",
-    ]
+    chat_model.script += [PlanOutput(query=OSLO, web_search="Oslo weather"), "Ann [1]."]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who?"))
 
-    assert of_type(events, PlanReady)[0].steps == ["Names of customers in Oslo"]
+    assert of_type(events, PlanReady)[0].steps == ["Who?"]
     assert len(of_type(events, StepFinished)) == 1
     answer = answer_of(events)
-    assert answer == "Ann [1].\n\nNote: The plan had 3 steps; only the first 1 ran (the limit is 1 steps a run)."
+    assert answer == "Ann [1].\n\nNote: The plan had 2 steps; only the first 1 ran (the limit is 1 steps a run)."
     assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
+    assert SearxHandler.queries == []
 
 
 class MeteredModel(ScriptedChatModel):
@@ -381,12 +423,9 @@ class MeteredModel(ScriptedChatModel):
 async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    services.settings.max_tokens_per_run = 800  # the plan (500) fits; the plan and one query (1000) do not
+    services.settings.max_tokens_per_run = 800  # the plan (500) fits; the plan and one repair (1000) do not
     chat_models.model = model = MeteredModel(
-        [
-            PlanOutput(summary="", steps=["Names of customers in Oslo", "Totals per customer"]),
-            QueryDraft(reasoning="", query=OSLO),
-        ]
+        [PlanOutput(query="SELECT name FROM customers WHERE town = 'Oslo'"), QueryDraft(query=OSLO)]
     )
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who?"))
@@ -394,7 +433,6 @@ async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
     assert len(of_type(events, StepFinished)) == 1
     answer = answer_of(events)
     assert answer.startswith("I stopped before writing an answer: this run used its token budget of 800 tokens.")
-    assert "The token budget (800 tokens a run) stopped the run after 1 of 2 steps." in answer
     assert len(model.calls) == 2  # no answer call once the budget is spent
     assert events[-1].type == "run-finished"
 
@@ -402,11 +440,11 @@ async def test_the_token_budget_stops_the_run_and_the_answer_says_so(
 async def test_the_token_budget_stops_repairs_inside_a_step(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_models: FixedChatModels
 ) -> None:
-    services.settings.max_tokens_per_run = 1200  # the plan (500) and two tries at the query (1000) overrun it
+    services.settings.max_tokens_per_run = 900  # the plan (500) and one repair (500) overrun it
     chat_models.model = model = MeteredModel(
         [
-            PlanOutput(summary="", steps=["Shoe sizes of customers"]),
-            *[QueryDraft(reasoning="", query="SELECT shoe_size FROM customers")] * 3,
+            PlanOutput(query="SELECT shoe_size FROM customers"),
+            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
         ]
     )
 
@@ -415,7 +453,7 @@ async def test_the_token_budget_stops_repairs_inside_a_step(
     step = of_type(events, StepFinished)[0]
     assert step.error == "the token budget ran out after 2 attempt(s) to write the query"
     assert answer_of(events).startswith("I stopped before writing an answer")
-    assert len(model.calls) == 3
+    assert len(model.calls) == 2
 
 
 async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
@@ -425,8 +463,7 @@ async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
     many = "SELECT id, amount FROM orders"
     tools.rows[many] = [{"id": i, "amount": float(i * 10)} for i in range(1, 6)]
     chat_model.script += [
-        PlanOutput(summary="", steps=["All orders"]),
-        QueryDraft(reasoning="", query=many),
+        PlanOutput(query=many),
         "Five orders [1].",
     ]
 
@@ -434,8 +471,8 @@ async def test_rows_beyond_the_row_budget_are_summarised_not_sent(
 
     assert len(of_type(events, StepFinished)[0].rows) == 5
     prompt = chat_model.prompts()[-1]
-    assert '{"id": 2, "amount": 20.0}' in prompt
-    assert '"id": 3' not in prompt
+    assert "Result: 5 rows:\nid | amount\n1 | 10.0\n2 | 20.0\n(3 more rows" in prompt
+    assert "3 | 30.0" not in prompt
     assert "(3 more rows not shown; 5 rows in all; columns: id, amount)" in prompt
     assert "(amount over all rows: min 10.0, max 50.0, sum 150.0)" in prompt
 
@@ -478,8 +515,7 @@ async def test_web_search_adds_a_step_when_configured(
 ) -> None:
     services.settings.web_search_url = search_server
     chat_model.script += [
-        PlanOutput(summary="", steps=["Names of customers in Oslo"], web_search="Oslo weather this week"),
-        QueryDraft(reasoning="", query=OSLO),
+        PlanOutput(query=OSLO, web_search="Oslo weather this week"),
         "Ann [1]; rain is expected [2].",
     ]
     tools.rows[OSLO] = [{"name": "Ann"}]
@@ -491,7 +527,7 @@ async def test_web_search_adds_a_step_when_configured(
     assert (web.index, web.query, web.error) == (2, "Oslo weather this week", None)
     assert web.rows == [{"title": "Oslo weather", "url": "https://example.org/oslo", "snippet": "Rain all week."}]
     assert SearxHandler.queries == ["Oslo weather this week"]
-    plan_prompt, _, answer_prompt = chat_model.prompts()
+    plan_prompt, answer_prompt = chat_model.prompts()
     assert "You may also search the web once" in plan_prompt
     assert "[2] Search the web for: Oslo weather this week (web results, not from the datasets)" in answer_prompt
     assert "- Oslo weather (https://example.org/oslo): Rain all week." in answer_prompt
@@ -507,7 +543,7 @@ async def test_web_search_is_off_per_request_or_without_a_provider(
     configured: bool,
 ) -> None:
     services.settings.web_search_url = search_server if configured else None
-    chat_model.script += [PlanOutput(summary="", steps=[], web_search="Oslo weather"), "No data."]
+    chat_model.script += [PlanOutput(web_search="Oslo weather"), "No data."]
 
     events = await ask(
         services, AskRequest(shop.user, shop.namespace, "Rain?", web_search=False if configured else None)
@@ -552,49 +588,6 @@ async def test_a_consumer_that_stops_listening_stops_the_run(
     assert tools.ran() == []
 
 
-def test_sql_clause_steps_from_a_small_model_become_one_step() -> None:
-    from datawell.graphs.assistant.plans import join_sql_fragments
-
-    steps = [
-        "SELECT c.name, SUM(o.quantity * o.unit_price) AS total",
-        "FROM customers c",
-        "JOIN orders o ON c.customer_id = o.customer_id",
-        "GROUP BY c.name",
-        "ORDER BY total DESC",
-        "This query adds up what each customer spent.",
-        "List the countries of the customers.",
-        "From orders, count the orders per product.",
-    ]
-    assert join_sql_fragments(steps) == [
-        "Run this query: SELECT c.name, SUM(o.quantity * o.unit_price) AS total FROM customers c "
-        "JOIN orders o ON c.customer_id = o.customer_id GROUP BY c.name ORDER BY total DESC",
-        "List the countries of the customers.",
-        "From orders, count the orders per product.",
-    ]
-
-
-def test_steps_that_are_clauses_in_words_join_the_step_before() -> None:
-    from datawell.graphs.assistant.plans import merge_clause_steps
-
-    steps = [
-        "In orders, join customers on customer_ref to get customer information.",
-        "Filter orders to only include those with a status of 'delivered'.",
-        "Group the results by customer_code.",
-        "Order the results by the total in descending order.",
-        "Find the orders of that customer in 2024.",
-        "Run this query: SELECT 1",
-        "Sort the rows.",
-    ]
-    assert merge_clause_steps(steps) == [
-        "In orders, join customers on customer_ref to get customer information; filter orders to only include "
-        "those with a status of 'delivered'; group the results by customer_code; order the results by the total "
-        "in descending order.",
-        "Find the orders of that customer in 2024.",
-        "Run this query: SELECT 1",
-        "Sort the rows.",
-    ]
-
-
 class NoModelFor(FixedChatModels):
     """Models where one stage has nothing usable (an unknown model, a missing key)."""
 
@@ -624,3 +617,17 @@ async def test_a_stage_without_a_usable_model_refuses_the_run_before_it_starts(
 
 def runs_refusing(services: Services, model: ScriptedChatModel, stage: str) -> Runs:
     return Runs(dataclasses.replace(services, models=NoModelFor(model, stage)))
+
+
+async def test_an_answer_with_a_number_not_in_the_rows_says_so(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    totals = "SELECT name, SUM(amount) AS total FROM orders GROUP BY name ORDER BY total DESC LIMIT 1"
+    tools.rows[totals] = [{"name": "Ann", "total": 30.5}]
+    chat_model.script += [PlanOutput(query=totals), "Ann spent the most: 45 EUR [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who spent the most?"))
+
+    answer = answer_of(events)
+    assert answer == "Ann spent the most: 45 EUR [1].\n\nNote: check this answer: 45 is not in the query results."
+    assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer

@@ -25,13 +25,13 @@ async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
 async def test_success_prints_query_and_rows(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script.append(QueryDraft(reasoning="customers has the city", query=OSLO))
+    chat_model.script.append(QueryDraft(query=OSLO))
     tools.rows[OSLO] = [{"name": "Ann"}, {"name": "Ole"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     assert events == [
-        QueryGenerated(query=OSLO, reasoning="customers has the city", attempts=1),
+        QueryGenerated(query=OSLO, reasoning="written by the query model", attempts=1),
         RowsReady(query=OSLO, rows=[{"name": "Ann"}, {"name": "Ole"}]),
     ]
     prompt = chat_model.prompts()[0]
@@ -49,7 +49,7 @@ async def test_one_repair_feeds_the_checker_error_back(
 ) -> None:
     bad = "SELECT customer_name FROM customers"
     good = "SELECT name FROM customers"
-    chat_model.script += [QueryDraft(reasoning="r1", query=bad), QueryDraft(reasoning="r2", query=good)]
+    chat_model.script += [QueryDraft(query=bad), QueryDraft(query=good)]
     tools.rows[good] = [{"name": "Ann"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "List customer names"))
@@ -82,14 +82,14 @@ async def test_run_time_failure_is_repaired_and_announced_once(
 ) -> None:
     first = "SELECT name FROM customers WHERE id > 'x'"
     second = "SELECT name FROM customers WHERE id > 1"
-    chat_model.script += [QueryDraft(reasoning="", query=first), QueryDraft(reasoning="", query=second)]
+    chat_model.script += [QueryDraft(query=first), QueryDraft(query=second)]
     tools.run_errors[first] = "operator does not exist: integer > text"
     tools.rows[second] = [{"name": "Ole"}]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers after the first"))
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers with an id over 1"))
 
     assert events == [
-        QueryGenerated(query=second, reasoning="", attempts=2),
+        QueryGenerated(query=second, reasoning="written by the query model", attempts=2),
         RowsReady(query=second, rows=[{"name": "Ole"}]),
     ]
     assert "operator does not exist: integer > text" in chat_model.prompts()[1]
@@ -98,7 +98,7 @@ async def test_run_time_failure_is_repaired_and_announced_once(
 async def test_giving_up_ends_with_a_clear_error(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += [QueryDraft(reasoning="", query=f"SELECT nope{i} FROM customers") for i in range(3)]
+    chat_model.script += [QueryDraft(query=f"SELECT nope{i} FROM customers") for i in range(3)]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Something impossible"))
 
@@ -114,7 +114,7 @@ async def test_giving_up_ends_with_a_clear_error(
 async def test_refusal_ends_without_a_query(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script.append(QueryDraft(reasoning="", refusal="there is no weather data"))
+    chat_model.script.append(QueryDraft(refusal="there is no weather data"))
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Will it rain tomorrow?"))
 
@@ -131,7 +131,8 @@ async def test_refusal_ends_without_a_query(
 async def test_a_reply_in_the_wrong_shape_is_retried(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    chat_model.script += ["SELECT name FROM customers", QueryDraft(reasoning="", query="SELECT name FROM customers")]
+    chat_model.script += ["SELECT name FROM customers", QueryDraft(query="SELECT name FROM customers")]
+    tools.rows["SELECT name FROM customers"] = [{"name": "Ann"}]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Names"))
 
@@ -140,9 +141,10 @@ async def test_a_reply_in_the_wrong_shape_is_retried(
 
 
 async def test_helper_prompt_and_model_choice_reach_the_query_stage(
-    services: Services, shop: Shop, chat_model: ScriptedChatModel, chat_models: FixedChatModels
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, chat_models: FixedChatModels
 ) -> None:
-    chat_model.script.append(QueryDraft(reasoning="", query="SELECT name FROM customers"))
+    chat_model.script.append(QueryDraft(query="SELECT name FROM customers"))
+    tools.rows["SELECT name FROM customers"] = [{"name": "Ann"}]
     choices = StageChoices(default=ModelChoice("gpt-x", "openai"))
 
     await ask(services, AskRequest(shop.user, shop.namespace, "Names", choices=choices, helper_prompt="Sort by name."))

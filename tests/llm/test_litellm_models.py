@@ -257,3 +257,36 @@ async def test_the_test_guard_refuses_real_provider_calls() -> None:
             custom_llm_provider="openai",
             messages=[{"role": "user", "content": "hi"}],
         )
+
+
+@pytest.mark.parametrize(
+    ("configured", "loads"),
+    [({}, True), ({"model": "openai/gpt-4o-mini"}, False), ({"answer_model": "openai/gpt-4o-mini"}, True)],
+)
+async def test_the_embedded_model_preloads_only_when_a_question_would_use_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: dict[str, Any], loads: bool
+) -> None:
+    from datawell.llm import embedded
+
+    models = LiteLLMChatModels(make_settings(tmp_path, **configured))
+    loaded: list[bool] = []
+    monkeypatch.setattr(embedded.runtime(), "load", lambda: loaded.append(True))
+
+    await models.preload()
+
+    assert loaded == ([True] if loads else [])
+
+
+async def test_a_model_that_cannot_preload_is_left_for_the_first_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from datawell.llm import embedded
+
+    models = LiteLLMChatModels(make_settings(tmp_path))
+
+    def fail() -> None:
+        raise ModelError("the embedded model's runtime (xllamacpp) is not installed")
+
+    monkeypatch.setattr(embedded.runtime(), "load", fail)
+    await models.preload()
+    assert "was not preloaded: the embedded model's runtime (xllamacpp) is not installed" in caplog.text

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from datawell.errors import ModelError, WebSearchError
 from datawell.graphs import tokens
-from datawell.graphs.assistant.plans import join_sql_fragments, merge_clause_steps, proposed_query
+from datawell.graphs.assistant.grounding import unsupported_numbers
 from datawell.graphs.assistant.prompting import (
     render_background,
     render_history,
@@ -29,8 +29,9 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import QueryDeps, describe, helper_block
+from datawell.graphs.nl2ql.nodes import NO_LINKS, QueryDeps, describe, helper_block
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
+from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.tools.web import WebSearch
 
@@ -43,7 +44,7 @@ WEB_RULE = (
 @dataclass(frozen=True)
 class Budgets:
     max_steps: int = 5
-    max_rows_per_step: int = 50
+    max_rows_per_step: int = 10
     max_tokens_per_run: int = 20000  # 0: no limit
 
 
@@ -60,11 +61,14 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     context = runtime.context
     catalog, links = await describe(deps.query, context.user, context.namespace)
     web = context.web_search and deps.web is not None
-    messages = deps.query.prompts.get("assistant_plan").render(
-        helper_prompt=helper_block(context.helper_prompt),
-        web_search=WEB_RULE if web else "",
+    messages = stage_messages(
+        deps.query.prompts,
+        "assistant_plan",
+        dialect=deps.query.dialect,
         catalog=catalog,
         links=links,
+        helper_prompt=helper_block(context.helper_prompt),
+        web_search=f"\n{WEB_RULE}" if web else "",
         history=render_history(state.get("turns", []), deps.history_turns),
         background=render_background(context.caller_context),
         question=state["question"],
@@ -73,27 +77,46 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     output = reply.parsed
     if output is None:
         raise ModelError("the planning model did not return a plan", detail=reply.problem)
-    instructions = merge_clause_steps(join_sql_fragments(output.steps))
-    steps = [PlannedStep(instruction=s, kind="data", search="") for s in instructions]
+    steps = planned_steps(state["question"], output)
     if web and output.web_search.strip():
         words = output.web_search.strip()
-        steps.append(PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words))
+        steps.append(PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words, query=""))
     notes = []
     limit = deps.budgets.max_steps
     if len(steps) > limit:
         notes.append(f"The plan had {len(steps)} steps; only the first {limit} ran (the limit is {limit} steps a run).")
         steps = steps[:limit]
-    emit(PlanReady(text=output.summary, steps=[s["instruction"] for s in steps]))
+    summary = plan_summary(steps, output.refusal)
+    emit(PlanReady(text=summary, steps=[s["instruction"] for s in steps]))
     return {
         "catalog": catalog,
         "links": links,
-        "summary": output.summary,
+        "summary": summary,
+        "refusal": output.refusal.strip() if not steps else "",
         "plan": steps,
         "results": [],
         "notes": notes,
         "tokens": reply.tokens,
         "answer": "",
     }
+
+
+def planned_steps(question: str, output: PlanOutput) -> list[PlannedStep]:
+    """The plan's query is the one data step, asked as the question itself: a failed check
+    or run sends the question and the failure to the query writer for a repair."""
+    if not output.query.strip():
+        return []
+    return [PlannedStep(instruction=question, kind="data", search="", query=output.query.strip())]
+
+
+def plan_summary(steps: list[PlannedStep], refusal: str) -> str:
+    """The plan in a sentence, said by the service rather than written by the model."""
+    if not steps:
+        return f"The datasets cannot answer this: {refusal.strip()}" if refusal.strip() else "No query can answer this."
+    kinds = {s["kind"] for s in steps}
+    if kinds == {"data", "web"}:
+        return "One query and a web search answer the question."
+    return "A web search answers the question." if kinds == {"web"} else "One query answers the question."
 
 
 async def step(
@@ -116,11 +139,11 @@ async def step(
         final = await nl2ql.ainvoke(
             {
                 "question": planned["instruction"],
-                "context": step_context(state),
+                "context": step_context(state, planned["instruction"]),
                 "catalog": state["catalog"],
                 "links": state["links"],
                 "token_budget": max(budget - spent, 1) if budget else 0,
-                "proposed": proposed_query(planned["instruction"]),
+                "proposed": planned["query"],
             },
             context=runtime.context,
         )
@@ -199,12 +222,18 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
             text += "\n\nNote: " + " ".join(notes)
         emit(AnswerReady(text=text))
         return {"answer": text, "notes": notes, "turns": [turn_of(state, text)]}
-    messages = deps.query.prompts.get("assistant_answer").render(
+    messages = stage_messages(
+        deps.query.prompts,
+        "assistant_answer",
+        dialect=deps.query.dialect,
+        catalog=state.get("catalog", ""),
+        links=state.get("links", NO_LINKS),
         helper_prompt=helper_block(context.helper_prompt),
         history=render_history(state.get("turns", []), deps.history_turns),
         background=render_background(context.caller_context),
         question=state["question"],
-        steps="\n\n".join(render_result(r, deps.budgets.max_rows_per_step) for r in results) or "(no steps ran)",
+        steps="\n\n".join(render_result(r, deps.budgets.max_rows_per_step) for r in results)
+        or no_steps(state.get("refusal", "")),
         notes=("\nBudget notes:\n" + "\n".join(f"- {n}" for n in notes)) if notes else "",
     )
     model = deps.query.models.for_stage("answer", context.choices)
@@ -220,6 +249,12 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     text = "".join(parts)
     if not text.strip():
         raise ModelError("the answering model returned an empty answer")
+    history = render_history(state.get("turns", []), deps.history_turns)
+    invented = unsupported_numbers(text, results, state["question"], history, *(r["instruction"] for r in results))
+    if invented:
+        notes.append(
+            f"check this answer: {', '.join(invented)} {'is' if len(invented) == 1 else 'are'} not in the query results."
+        )
     if notes:
         # Said by the service, not left to the model, so a stopped run always says so; sent
         # as a delta too, so the deltas add up to the answer.
@@ -229,6 +264,10 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     emit(AnswerReady(text=text))
     used = reported or tokens.used(messages, None, reply_text=text)
     return {"answer": text, "notes": notes, "tokens": spent + used, "turns": [turn_of(state, text)]}
+
+
+def no_steps(refusal: str) -> str:
+    return f"(no query ran; the planner said: {refusal})" if refusal else "(no query ran)"
 
 
 def turn_of(state: AssistantState, text: str) -> Turn:

@@ -44,8 +44,19 @@ def visible(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("__")}
 
 
-def row_json(row: dict[str, Any]) -> str:
-    return json.dumps(visible(row), ensure_ascii=False, default=str)
+def cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value.replace("\n", " ").replace("|", "/")
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def rows_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows as a header line and one line a row, cells between `|`: about half the tokens
+    of a JSON object per row, which the model would otherwise read for every row."""
+    columns = list(visible(rows[0]))
+    return [" | ".join(columns), *(" | ".join(cell(row.get(c)) for c in columns) for row in rows)]
 
 
 def summarise_rows(rows: list[dict[str, Any]], shown: int) -> str:
@@ -79,24 +90,26 @@ def render_result(result: StepResult, max_rows: int) -> str:
         lines.append("Result: no rows (the query ran and returned nothing).")
     else:
         capped = " (cut by the row cap)" if result["truncated"] else ""
-        lines.append(f"Result: {len(rows)} rows{capped}:")
-        lines.extend(row_json(r) for r in rows[:max_rows])
+        lines.append(f"Result: {len(rows)} row{'s' if len(rows) != 1 else ''}{capped}:")
+        lines.extend(rows_table(rows[:max_rows]))
         if len(rows) > max_rows:
             lines.append(summarise_rows(rows, max_rows))
     return "\n".join(lines)
 
 
-def step_context(state: AssistantState) -> str:
-    """What a step's query writer knows beyond its instruction: the question, and a few rows
-    of each earlier step (later steps often filter by what earlier ones found)."""
-    lines = [f"The user's question, which this step helps answer: {state['question']}"]
+def step_context(state: AssistantState, instruction: str) -> str:
+    """What a step's query writer knows beyond its instruction: the question (when the step
+    is not the question itself), and a few rows of each earlier step (later steps often
+    filter by what earlier ones found)."""
+    lines = []
+    if instruction != state["question"]:
+        lines.append(f"The user's question, which this step helps answer: {state['question']}")
     for result in state.get("results", []):
         if result["kind"] != "data" or result["error"]:
             continue
         lines.append(f"Earlier step [{result['index']}] {result['instruction']} found:")
-        lines.extend(row_json(r) for r in result["rows"][:EXAMPLE_ROWS_FOR_LATER_STEPS])
-        if not result["rows"]:
-            lines.append("(no rows)")
+        rows = result["rows"][:EXAMPLE_ROWS_FOR_LATER_STEPS]
+        lines.extend(rows_table(rows) if rows else ["(no rows)"])
     return "\n".join(lines)
 
 

@@ -47,6 +47,7 @@ class PlannedStep(TypedDict):
     instruction: str
     kind: Literal["data", "web"]
     search: str  # the web search's words (web steps only)
+    query: str  # the query the plan wrote for this step, run before asking the query writer
 
 
 class StepResult(TypedDict):
@@ -76,7 +77,8 @@ class AssistantState(TypedDict, total=False):
     question: str
     catalog: str
     links: str
-    summary: str  # the plan in a sentence or two
+    summary: str  # the plan in a sentence, said by the service
+    refusal: str  # why the plan wrote no query, when it wrote none
     plan: list[PlannedStep]
     results: list[StepResult]
     notes: list[str]  # budgets that stopped or trimmed this turn; the answer says so
@@ -86,11 +88,15 @@ class AssistantState(TypedDict, total=False):
 
 
 class PlanOutput(BaseModel):
-    """The steps that answer the question, each one query over the datasets."""
+    """The query that answers the question.
 
-    summary: str = Field(description="One or two sentences: how the steps answer the question.")
-    steps: list[str] = Field(
-        default_factory=list,
-        description="Instructions for a query writer, one query each: the tables, columns, filters and joins to use.",
-    )
+    The plan writes the query itself, so a question is one model call for plan and query
+    together. One query a question: a part that needs another part's rows is a subquery or
+    a WITH clause of the same query. There is no summary, reasoning or list of steps before
+    the query: the small model decodes about 25 tokens a second, and given a list of steps
+    it filled it with sentences about its own query (the demo question: six steps, five of
+    them restating the first, 195 s)."""
+
+    query: str = Field("", description="One SELECT statement that answers the question.")
+    refusal: str = Field("", description="Why the datasets cannot answer the question; empty when giving a query.")
     web_search: str = Field("", description="Words to search the web for, when allowed and needed; else empty.")

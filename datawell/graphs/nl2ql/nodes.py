@@ -3,16 +3,17 @@ the graph's dependencies, returning a partial state; routers return the next nod
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from langchain_core.messages import BaseMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
-from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState
+from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
+from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import active_links
@@ -21,9 +22,12 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
+from datawell.tools.examples import VerifiedExamples
+from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryTools
 
 NO_LINKS = "(none)"
+UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 DONE = cast(Literal["__end__"], END)
 
 
@@ -35,11 +39,14 @@ class QueryDeps:
     db: Database
     max_attempts: int = 3
     dialect: str = "SQLite"  # whose date functions the model is told to use
+    pruner: SchemaPruner | None = None  # None: the whole catalog for every question
+    examples: VerifiedExamples | None = None  # verified question -> query pairs of the namespace
 
 
-def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
-    """Active links as joins between tables named as queries name them. Links to datasets
-    the caller cannot read are left out: the catalog is what this caller may see."""
+def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
+    """Active links as (table.column, table.column, match type, hits) with tables named as
+    queries name them. Links to datasets the catalog lacks (the caller cannot read them, or
+    pruning left them out) are left out."""
     tables = {(t.namespace.name, t.name.rsplit(".", 1)[-1]): t.name for t in catalog.tables}
 
     def column(end: str) -> str | None:
@@ -48,21 +55,43 @@ def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> st
         table = tables.get((namespace, dataset))
         return f"{table}.{field}" if table and field else None
 
-    lines = []
+    found = []
     for origin, destination, match_type, hits in links:
         left, right = column(origin), column(destination)
         if left and right:
-            lines.append(f"- {left} = {right} ({match_type}, {hits} matching values)")
+            found.append((left, right, match_type, hits))
+    return found
+
+
+def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
+    """Active links as joins, for the prompt."""
+    lines = [
+        f"- {left} = {right} ({kind}, {hits} matching values)"
+        for left, right, kind, hits in link_columns(catalog, links)
+    ]
     return "\n".join(lines) or NO_LINKS
 
 
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef) -> tuple[str, str]:
-    """The catalog and its joins as prompt text, for this caller."""
+async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str]:
+    """The catalog and its joins as prompt text, for this caller; with a question, only the
+    tables relevant to it when the namespace is large (schema pruning)."""
+    text, links, _ = await described(deps, user, namespace, question)
+    return text, links
+
+
+async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str, bool]:
+    """`describe`, and whether pruning left tables out."""
     catalog = await deps.tools.catalog(user, namespace)
     async with deps.db.session() as session:
         links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
-    text = catalog.render() if catalog.tables else f"(namespace {namespace} has no datasets yet)"
-    return text, render_links(catalog, links)
+    shown = catalog
+    if question and deps.pruner is not None:
+        ends = link_columns(catalog, links)
+        shown = await deps.pruner.prune(
+            catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
+        )
+    text = shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)"
+    return text, render_links(shown, links), len(shown.tables) < len(catalog.tables)
 
 
 def helper_block(helper_prompt: str) -> str:
@@ -81,8 +110,23 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    text, links = await describe(deps, runtime.context.user, runtime.context.namespace)
-    return {"catalog": text, "links": links}
+    text, links, pruned = await described(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    return {"catalog": text, "links": links, "pruned": pruned}
+
+
+async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
+    """A question a user verified an answer to runs that answer's query, with no model call
+    (it becomes the proposed query; if it is refused after all, the model repairs it)."""
+    if deps.examples is None or state.get("proposed", "").strip():
+        return {}
+    example = await deps.examples.exact(runtime.context.user, runtime.context.namespace, state["question"])
+    if example is None:
+        return {}
+    return {
+        "proposed": example.query,
+        "verified": example.query.strip(),
+        "reasoning": f"the verified example {example.id} answers this question",
+    }
 
 
 async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -90,14 +134,16 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     budget = state.get("token_budget", 0)
     attempts = state.get("attempts", 0)
     if budget and spent >= budget:
-        return {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"}
+        return settle(state, {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"})
     feedback = state.get("feedback", "")
-    messages: list[BaseMessage] = deps.prompts.get("nl2ql_generate").render(
+    messages = stage_messages(
+        deps.prompts,
+        "nl2ql_generate",
         dialect=deps.dialect,
-        helper_prompt=helper_block(runtime.context.helper_prompt),
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),
-        context=f"\n{state['context'].strip()}\n" if state.get("context", "").strip() else "",
+        helper_prompt=helper_block(runtime.context.helper_prompt),
+        context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
@@ -108,10 +154,10 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
         update["draft"] = ""
-        return update | _give_up_if_spent(attempts, deps, update["feedback"])
+        return settle(state, update | _give_up_if_spent(attempts, deps, update["feedback"]))
     if not draft.query.strip():
-        return update | {"refusal": draft.refusal.strip(), "reasoning": draft.reasoning}
-    return update | {"draft": draft.query.strip(), "reasoning": draft.reasoning, "feedback": ""}
+        return settle(state, update | {"refusal": draft.refusal.strip()})
+    return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
@@ -120,13 +166,37 @@ def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str
     return {"error": f"no valid query after {attempts} attempt(s); the last problem: {feedback}"}
 
 
+def settle(state: QueryState, update: dict[str, Any]) -> dict[str, Any]:
+    """After a result was doubted (see `doubt`), the one repair it gets either gives a
+    result or the doubted result stands: a repair never loses rows a query already found."""
+    doubted = state.get("doubted")
+    if doubted is None or not (update.get("error") or update.get("refusal") or update.get("feedback")):
+        return update
+    return finish(doubted, state.get("reasoning", ""), state.get("attempts", 1)) | {
+        k: v for k, v in update.items() if k in ("attempts", "tokens")
+    }
+
+
+def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
+    # Announced once the query has run, so a repaired run-time failure never announces
+    # two queries: consumers see exactly one QueryGenerated before its RowsReady.
+    emit(QueryGenerated(query=result["query"], reasoning=reasoning, attempts=attempts))
+    emit(RowsReady(query=result["query"], rows=result["rows"], truncated=result["truncated"]))
+    return {**result, "feedback": "", "error": "", "refusal": ""}
+
+
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
     try:
         await deps.tools.check(context.user, context.namespace, state["draft"])
     except QueryError as exc:
         feedback = failure_feedback(state["draft"], exc)
-        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        if state.get("pruned") and UNKNOWN_NAMES & {s.code for s in exc.sub_errors}:
+            # The pruned catalog may have left out what the query needs: the next attempt sees it all.
+            text, links = await describe(deps, context.user, context.namespace)
+            update |= {"catalog": text, "links": links, "pruned": False}
+        return settle(state, update)
     return {}
 
 
@@ -139,12 +209,40 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
         feedback = failure_feedback(query, exc, "It failed when it ran")
-        return {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
-    # Announced once the query has run, so a repaired run-time failure never announces
-    # two queries: consumers see exactly one QueryGenerated before its RowsReady.
-    emit(QueryGenerated(query=result.query, reasoning=state.get("reasoning", ""), attempts=state.get("attempts", 1)))
-    emit(RowsReady(query=result.query, rows=result.rows, truncated=result.truncated))
-    return {"query": result.query, "rows": result.rows, "truncated": result.truncated, "feedback": ""}
+        return settle(state, {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
+    found = ResultRows(query=result.query, rows=result.rows, truncated=result.truncated)
+    problem = doubt(state["question"], result.query, result.rows)
+    vouched = query == state.get("verified")
+    if problem and not vouched and state.get("doubted") is None and state.get("attempts", 1) < deps.max_attempts:
+        feedback = (
+            f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
+        )
+        return {"feedback": feedback, "doubted": found}
+    return finish(found, state.get("reasoning", ""), state.get("attempts", 1))
+
+
+# Words of a question that asks for the largest, smallest, first or last items.
+EXTREMES = re.compile(
+    r"\b(top|most|least|highest|lowest|largest|smallest|biggest|best|worst|first|last|latest|earliest|"
+    r"cheapest|fewest|maximum|minimum)\b",
+    re.I,
+)
+ORDERED = re.compile(r"\border\s+by\b|\b(max|min)\s*\(", re.I)
+
+
+def doubt(question: str, query: str, rows: list[dict[str, Any]]) -> str:
+    """Why a result that ran may still not answer the question, or "" when nothing looks
+    wrong: no rows, only NULLs, or a question about extremes answered without ordering."""
+    if not rows:
+        return (
+            "It ran but returned no rows. If the question expects rows, compare the filter values with the "
+            "values the catalog shows (spelling, case, date format) and check the joins."
+        )
+    if all(value is None for row in rows for key, value in row.items() if not key.startswith("__")):
+        return "It ran but every value it returned is NULL: check the columns and the joins."
+    if EXTREMES.search(question) and not ORDERED.search(query):
+        return "The question asks for the top or extreme items, but the query has no ORDER BY (or MAX/MIN)."
+    return ""
 
 
 def _summary(exc: QueryError) -> str:
@@ -153,7 +251,8 @@ def _summary(exc: QueryError) -> str:
 
 def adopt(state: QueryState) -> dict[str, Any]:
     """The proposed query is the first attempt; no model wrote it."""
-    return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": "the query proposed with the question"}
+    reasoning = state.get("reasoning") or "the query proposed with the question"
+    return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": reasoning}
 
 
 def after_catalog(state: QueryState) -> Literal["adopt", "generate"]:
@@ -161,13 +260,13 @@ def after_catalog(state: QueryState) -> Literal["adopt", "generate"]:
 
 
 def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]:
-    if state.get("error") or state.get("refusal"):
+    if state.get("error") or state.get("refusal") or state.get("query"):
         return DONE
     return "check" if state.get("draft") else "generate"
 
 
 def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
-    if state.get("error"):
+    if state.get("error") or state.get("query"):  # gave up, or the doubted result stands
         return DONE
     return "generate" if state.get("feedback") else "run"
 

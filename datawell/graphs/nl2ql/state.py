@@ -32,11 +32,20 @@ class QueryInput(TypedDict, total=False):
     # The catalog and joins as prompt text; the catalog node fills them when not given.
     catalog: str
     links: str
+    # The catalog shows only the tables relevant to the question (schema pruning); a query
+    # naming an unknown table or column widens it to the whole catalog.
+    pruned: bool
     # Tokens this run may still spend; 0 means no limit.
     token_budget: int
     # A query the caller already has (an assistant plan that wrote SQL): it is checked and
     # run as the first attempt, with no model call; if refused, the model repairs it.
     proposed: str
+
+
+class ResultRows(TypedDict):
+    query: str
+    rows: list[dict[str, Any]]
+    truncated: bool
 
 
 class QueryState(QueryInput, total=False):
@@ -50,6 +59,12 @@ class QueryState(QueryInput, total=False):
     refusal: str  # the model's reason the datasets cannot answer
     error: str  # why the run gave up
     tokens: int
+    # A result that ran but looked wrong (no rows, only NULLs, unordered "top" rows): it gets
+    # one repair, and stands when the repair does not give a result.
+    doubted: ResultRows
+    # The query of the verified example that answers the question exactly (`recall`): a user
+    # vouched for its result, so an empty one is not doubted.
+    verified: str
 
 
 @dataclass(frozen=True)
@@ -78,8 +93,10 @@ class QueryOutcome:
 
 
 class QueryDraft(BaseModel):
-    """Answer the question with one query, or refuse when the datasets cannot answer it."""
+    """Answer the question with one query, or refuse when the datasets cannot answer it.
 
-    reasoning: str = Field(description="One or two sentences: which tables and columns answer the question, and how.")
+    No free-text reasoning before the query: the small model decodes about 25 tokens a
+    second, and the sentence it wrote first cost seconds without making queries righter."""
+
     query: str = Field("", description="Exactly one SELECT statement; empty when refusing.")
     refusal: str = Field("", description="Why the datasets cannot answer the question; empty when giving a query.")

@@ -1,7 +1,7 @@
 """column_hints: per dataset value hints for the catalog, computed when its rows change
 
-Revision ID: 0004_column_hints
-Revises: 0003_upload_status_time
+Revision ID: 0005_column_hints
+Revises: 0004_verified_examples
 Create Date: 2026-11-23 15:40:00.000000
 """
 
@@ -12,8 +12,8 @@ from alembic import op
 
 from datawell.storage.tables import UTCDateTime
 
-revision: str = "0004_column_hints"
-down_revision: str | None = "0003_upload_status_time"
+revision: str = "0005_column_hints"
+down_revision: str | None = "0004_verified_examples"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,67 @@
+"""nl2ql and verified examples: a question a user verified runs its query with no model call."""
+
+from __future__ import annotations
+
+from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady
+from datawell.graphs.nl2ql.state import QueryDraft
+from datawell.llm.scripted import ScriptedChatModel
+from datawell.runs import AskRequest, Runs
+from datawell.services import Services
+from datawell.storage.examples import add_example
+from tests.graphs.conftest import Shop
+from tests.graphs.fakes import FakeQueryTools
+
+OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
+
+
+async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
+    run = await Runs(services).start_nl2ql(request)
+    return [event async for event in run.events()]
+
+
+async def verify(services: Services, shop: Shop, question: str, query: str) -> str:
+    async with services.db.session() as session:
+        return (await add_example(session, shop.namespace, shop.user, question, query)).id
+
+
+async def test_a_verified_question_runs_its_query_with_no_model_call(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    example = await verify(services, shop, "Who lives in Oslo?", OSLO)
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    # The scripted model has no replies: any model call would fail the run.
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "who lives in  OSLO"))
+
+    assert events == [
+        QueryGenerated(query=OSLO, reasoning=f"the verified example {example} answers this question", attempts=1),
+        RowsReady(query=OSLO, rows=[{"name": "Ann"}]),
+    ]
+    assert chat_model.calls == []
+
+
+async def test_an_empty_result_of_a_verified_query_gets_no_repair(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """An empty result is doubted and repaired by the model, unless a user verified the query."""
+    await verify(services, shop, "Who lives in Oslo?", OSLO)
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert isinstance(events[1], RowsReady) and events[1].rows == []
+    assert chat_model.calls == []
+
+
+async def test_a_verified_query_that_no_longer_checks_leaves_the_question_to_the_model(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    await verify(services, shop, "Who lives in Oslo?", "SELECT name FROM customers WHERE town = 'Oslo'")
+    chat_model.script.append(QueryDraft(query=OSLO))
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert isinstance(events[0], QueryGenerated) and events[0].reasoning == "written by the query model"
+    assert len(chat_model.calls) == 1
