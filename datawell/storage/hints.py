@@ -10,6 +10,7 @@ changed before hints existed get theirs on the catalog's first read (`hints_of`)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time
 from typing import Any
 
@@ -22,6 +23,7 @@ from datawell.storage.rows import RowStore, dataset_columns
 from datawell.storage.tables import Dataset, DatasetHints, utcnow
 
 TEXT_VALUES = 12  # a text column with at most this many distinct values is listed whole
+SAMPLE = 10_000  # a text column's values grouped to tell a category from free text
 EXAMPLES = 3  # frequent values shown of a text column with more
 VALUE_CHARS = 40  # a longer value is cut: enough to recognise it, cheap in a prompt
 DATE = "YYYY-MM-DD"
@@ -32,7 +34,8 @@ class ColumnHint(BaseModel):
     type: str
     nulls: int = 0
     distinct: int | None = None  # text: distinct non-null values
-    # text: every value when few and repeated (a category; see `_text_values`), else the
+    distinct_at_least: int | None = None  # text, instead when only a sample was grouped: its distinct values
+    # text: every value when few and repeated (a category; see `_describe_text`), else the
     # EXAMPLES most frequent; most frequent first, ties in value order (a render is the same
     # for the same rows)
     values: list[str] = []
@@ -47,13 +50,21 @@ class TableHints(BaseModel):
 
 
 async def compute(rows: RowStore, dataset: Dataset) -> TableHints:
-    """The hints of the dataset's published rows: one aggregate pass for every column, then
-    one grouped pass per text column."""
+    """The hints of the dataset's published rows, in one pass over the table where it can be.
+
+    Each text column's first SAMPLE values are grouped first (cheap: a bounded read). A column
+    with few values there may be a category: the pass over the whole table counts its values
+    the sample did not see, so a rare one is still found (and then that column alone is
+    grouped whole). Other text columns keep the sample's most frequent values as examples:
+    their exact distinct count would cost a sort of the column."""
     table = rows.table(dataset)
     types = dataset_columns(dataset)
     async with rows.engine.connect() as connection:
         if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
             return TableHints(rows=0, columns={})
+        texts = [name for name, kind in types.items() if kind == "text"]
+        samples = {name: await _group(connection, table.c[name], SAMPLE) for name in texts}
+        candidates = {name: [v for v, _ in g.counts] for name, g in samples.items() if g.distinct <= TEXT_VALUES}
         aggregates: list[Any] = [sa.func.count()]
         for name, kind in types.items():
             column = table.c[name]
@@ -62,6 +73,8 @@ async def compute(rows: RowStore, dataset: Dataset) -> TableHints:
                 aggregates += [sa.func.min(column), sa.func.max(column)]
             if kind == "timestamp":
                 aggregates.append(sa.func.max(_time_of_day(column, rows.dialect)))
+            if name in candidates:  # values the sample did not see
+                aggregates.append(sa.func.count(sa.case((column.not_in(candidates[name]), 1))))
         summary = list((await connection.execute(sa.select(*aggregates))).one())
         count = int(summary.pop(0))
         hints = {}
@@ -74,10 +87,57 @@ async def compute(rows: RowStore, dataset: Dataset) -> TableHints:
                 if low is not None:
                     hint.format = DATE if latest in ("00:00:00", time(0)) else DATE_TIME
                     hint.low, hint.high = _stamp(low, hint.format), _stamp(high, hint.format)
-            elif kind == "text" and hint.nulls < count:
-                hint.distinct, hint.values = await _text_values(connection, table.c[name], count - hint.nulls)
+            unseen = int(summary.pop(0)) if name in candidates else 0
+            if kind == "text" and hint.nulls < count:
+                filled = count - hint.nulls
+                grouped = samples[name]
+                if name in candidates and grouped.total < filled:
+                    # Every value is in the sample (ordered by how often it is there), or a
+                    # rare one is not: then this column alone is grouped whole.
+                    whole = replace(grouped, total=filled)
+                    grouped = whole if unseen == 0 else await _group(connection, table.c[name], None)
+                _describe_text(hint, grouped, filled)
             hints[name] = hint
     return TableHints(rows=count, columns=hints)
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    counts: list[tuple[str, int]]  # (value, rows), the most frequent first; at most TEXT_VALUES
+    distinct: int  # distinct values among those grouped
+    total: int  # non-null values grouped: all of the column's, or SAMPLE
+
+
+async def _group(connection: Any, column: Any, limit: int | None) -> _Grouped:
+    """A text column's most frequent values among its first `limit` non-null ones (all when
+    None); the groups and the values grouped are counted by windows, in the same read."""
+    source = sa.select(column.label("value")).where(column.is_not(None))
+    value = (source if limit is None else source.limit(limit)).subquery().c.value
+    frequency = sa.func.count().label("frequency")
+    query = (
+        sa.select(value, frequency, sa.func.count().over(), sa.func.sum(sa.func.count()).over())
+        .group_by(value)
+        .order_by(frequency.desc(), value)
+        .limit(TEXT_VALUES)
+    )
+    found = (await connection.execute(query)).all()
+    if not found:
+        return _Grouped([], 0, 0)
+    return _Grouped([(row[0], int(row[1])) for row in found], int(found[0][2]), int(found[0][3]))
+
+
+def _describe_text(hint: ColumnHint, grouped: _Grouped, filled: int) -> None:
+    """All values when few and some repeat: a category the query must spell exactly. A column
+    of few values that never repeat (an identifier, a name) gets examples: listing them all
+    would only lengthen the prompt."""
+    counts = sorted(grouped.counts, key=lambda c: (-c[1], c[0]))
+    if grouped.total < filled:
+        hint.distinct_at_least = grouped.distinct
+        category = False
+    else:
+        hint.distinct = grouped.distinct
+        category = grouped.distinct <= EXAMPLES or (grouped.distinct <= TEXT_VALUES and grouped.distinct < filled)
+    hint.values = [_cut(value) for value, _ in (counts if category else counts[:EXAMPLES])]
 
 
 def _time_of_day(column: Any, dialect: str) -> Any:
@@ -92,28 +152,6 @@ def _stamp(value: datetime, form: str) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d" if form == DATE else "%Y-%m-%d %H:%M:%S")
-
-
-async def _text_values(connection: Any, column: Any, filled: int) -> tuple[int, list[str]]:
-    """(distinct non-null values, the most frequent ones), of a column with `filled` non-null
-    values; the groups are counted by a window over the grouped rows, in the same pass.
-
-    All values are kept when there are few and some repeat: a category the query must spell
-    exactly. A column of few values that never repeat (an identifier, a name) gets examples:
-    listing them all would only lengthen the prompt."""
-    frequency = sa.func.count().label("frequency")
-    query = (
-        sa.select(column, frequency, sa.func.count().over().label("groups"))
-        .where(column.is_not(None))
-        .group_by(column)
-        .order_by(frequency.desc(), column)
-        .limit(TEXT_VALUES)
-    )
-    found = (await connection.execute(query)).all()
-    distinct = int(found[0][2]) if found else 0
-    category = distinct <= EXAMPLES or (distinct <= TEXT_VALUES and distinct < filled)
-    kept = found if category else found[:EXAMPLES]
-    return distinct, [_cut(row[0]) for row in kept]
 
 
 def _cut(value: str) -> str:

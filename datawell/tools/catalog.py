@@ -68,7 +68,9 @@ def describe_values(hint: ColumnHint, rows: int) -> str:
     told = _range(hint)
     if hint.values:
         listed = ", ".join(_literal(v) for v in hint.values)
-        if hint.distinct is None:
+        if hint.distinct_at_least is not None:
+            told = f"{hint.distinct_at_least:,}+ distinct, e.g. {listed}"
+        elif hint.distinct is None:
             told = f"e.g. {listed}"
         elif hint.distinct == len(hint.values):
             told = f"one of {listed}"

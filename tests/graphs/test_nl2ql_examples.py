@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datawell.graphs.events import GraphEvent, QueryGenerated, RowsReady
-from datawell.graphs.nl2ql.state import QueryDraft
+from datawell.graphs.nl2ql.graph import build_graph
+from datawell.graphs.nl2ql.state import QueryContext, QueryDraft
 from datawell.llm.scripted import ScriptedChatModel
-from datawell.runs import AskRequest, Runs
+from datawell.runs import AskRequest, Runs, query_deps
 from datawell.services import Services
 from datawell.storage.examples import add_example
 from tests.graphs.conftest import Shop
@@ -65,3 +66,16 @@ async def test_a_verified_query_that_no_longer_checks_leaves_the_question_to_the
     assert [e.type for e in events] == ["query", "rows"]
     assert isinstance(events[0], QueryGenerated) and events[0].reasoning == "written by the query model"
     assert len(chat_model.calls) == 1
+
+
+async def test_a_caller_that_found_the_example_passes_it_as_proposed_and_verified(
+    services: Services, shop: Shop, chat_model: ScriptedChatModel
+) -> None:
+    """How the assistant's plan stage hands over an exact match: its empty result stands."""
+    graph = build_graph(query_deps(services))
+    context = QueryContext(user=shop.user, namespace=shop.namespace)
+
+    out = await graph.ainvoke({"question": "Who lives in Oslo?", "proposed": OSLO, "verified": OSLO}, context=context)
+
+    assert (out["query"], out["rows"], out["attempts"]) == (OSLO, [], 1)
+    assert chat_model.calls == []

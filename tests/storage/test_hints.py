@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from datawell.services import Services
@@ -107,3 +108,17 @@ async def test_a_refresh_that_began_earlier_never_overwrites_a_later_one(service
     await hints.refresh(services.db, services.rows, dataset.record)
     assert (await services.query_tools.catalog(user, namespace)).tables[0].row_count == 7
     assert table.row_count == 30
+
+
+async def test_large_tables_group_a_sample_yet_find_every_value_of_a_category(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hints, "SAMPLE", 13)  # as if the table were far larger than the sample
+    user, namespace = await companies(services)
+    rare = [{"country": "DE"}] * 20 + [{"country": "LU"}]  # LU comes after the sample
+    await load(services, namespace, user, "regions", {"country": ""}, {"country": "text"}, rare)
+    catalog = await services.query_tools.catalog(user, namespace)
+    lines = catalog.render().splitlines()
+    assert "  country text: one of 'DE', 'FR', 'US'" in lines  # the sample held every value
+    assert "  name text: 13+ distinct, e.g. 'Company 00', 'Company 01', 'Company 02'" in lines
+    assert "  country text: one of 'DE', 'LU'" in lines

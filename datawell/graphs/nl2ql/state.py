@@ -40,6 +40,10 @@ class QueryInput(TypedDict, total=False):
     # A query the caller already has (an assistant plan that wrote SQL): it is checked and
     # run as the first attempt, with no model call; if refused, the model repairs it.
     proposed: str
+    # The query of the verified example that answers the question exactly (found by `recall`,
+    # or given with `proposed` by a caller that looked it up): a user vouched for its result,
+    # so an empty one is not doubted.
+    verified: str
 
 
 class ResultRows(TypedDict):
@@ -62,9 +66,6 @@ class QueryState(QueryInput, total=False):
     # A result that ran but looked wrong (no rows, only NULLs, unordered "top" rows): it gets
     # one repair, and stands when the repair does not give a result.
     doubted: ResultRows
-    # The query of the verified example that answers the question exactly (`recall`): a user
-    # vouched for its result, so an empty one is not doubted.
-    verified: str
 
 
 @dataclass(frozen=True)
