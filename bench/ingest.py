@@ -2,7 +2,7 @@
 publish) against what a user would write instead, in one interleaved run per size.
 
     .venv/bin/python -m bench.ingest                                   # 100,000 and 1,000,000 rows
-    .venv/bin/python -m bench.ingest --rows 20000 --embed minilm       # + time until vectors are complete
+    .venv/bin/python -m bench.ingest --rows 20000 --embed minilm-static --skip-peers  # + embedding rate
     .venv/bin/python -m bench.ingest --postgres postgresql://postgres@127.0.0.1:55432/postgres
 
 SQLite peers: a `csv.reader` + `sqlite3.executemany` script with the same conversions;
@@ -67,7 +67,38 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-Result = tuple[int, float, float, float]  # rows, seconds, peak RSS, RSS growth during the load (MB)
+Result = tuple[int, float, float, float, str]  # rows, seconds, peak RSS (MB), RSS growth (MB), a note
+
+
+class TimedEmbedder:
+    """The embedder under test, timed: when its first batch began, and the time and texts
+    spent inside it (the model alone, without reading rows back or storing vectors)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dimension, self.space = inner.dimension, inner.space
+        self.first = 0.0
+        self.seconds = 0.0
+        self.texts = 0
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        started = time.perf_counter()
+        self.first = self.first or started
+        vectors = await self.inner.embed(texts)
+        self.seconds += time.perf_counter() - started
+        self.texts += len(texts)
+        return list(vectors)
+
+    def note(self, finished: float) -> str:
+        """The embedding rate: rows from the first batch until the vectors were complete
+        (reading rows back, the model, storing vectors), and the model's own rate."""
+        if not self.texts:
+            return ""
+        return (
+            f"embeddings ({self.space or 'minilm'}): {self.texts:,} rows in {finished - self.first:.1f} s after "
+            f"publishing, {self.texts / (finished - self.first):,.0f} rows/s; the model alone "
+            f"{self.texts / self.seconds:,.0f} rows/s"
+        )
 
 
 ORDERS_TABLE = (
@@ -80,7 +111,7 @@ def finished(database: sqlite3.Connection, started: float, baseline: float) -> R
     """A SQLite peer's result once its load is committed: rows in `orders`, time, memory."""
     count = database.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
     database.close()
-    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline
+    return count, time.perf_counter() - started, peak_rss_mb(), peak_rss_mb() - baseline, ""
 
 
 def peer(path: Path, folder: Path) -> Result:
@@ -150,11 +181,11 @@ async def _copy_peer(path: Path, postgres: str) -> Result:
         await connection.execute("DROP TABLE bench_orders")
     finally:
         await connection.close()
-    return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline
+    return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline, ""
 
 
-def datawell(path: Path, folder: Path, embed: str, postgres: str = "") -> Result:
-    return asyncio.run(_datawell(path, folder, embed, postgres))
+def datawell(path: Path, folder: Path, embed: str, models: Path, postgres: str = "") -> Result:
+    return asyncio.run(_datawell(path, folder, embed, models, postgres))
 
 
 async def _drop_database(postgres: str, name: str) -> None:
@@ -178,7 +209,17 @@ async def _fresh_database(postgres: str) -> str:
     return postgres.replace("postgresql://", "postgresql+asyncpg://").rsplit("/", 1)[0] + f"/{name}"
 
 
-async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Result:
+def bench_embedder(embed: str, models: Path) -> Any:
+    from datawell.llm.embeddings import HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
+
+    if embed == "minilm":
+        return MiniLMEmbedder()
+    if embed == "minilm-static":
+        return StaticMiniLMEmbedder(models / "minilm-static")
+    return HashingEmbedder()
+
+
+async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres: str) -> Result:
     import shutil
 
     import sqlalchemy as sa
@@ -186,7 +227,6 @@ async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Resu
     from datawell.config import Settings
     from datawell.ingest.mapping import ColumnMapping, FieldSource
     from datawell.ingest.worker import Worker
-    from datawell.llm.embeddings import HashingEmbedder, MiniLMEmbedder
     from datawell.llm.models import FixedChatModels
     from datawell.llm.scripted import ScriptedChatModel
     from datawell.services import Overrides, build_services
@@ -206,9 +246,8 @@ async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Resu
         run_worker_in_process=False,
     )
     mapping = ColumnMapping(fields=[FieldSource(field=name, column=name) for name in SCHEMA])
-    embedder = MiniLMEmbedder() if embed == "minilm" else HashingEmbedder()
-    if embed == "minilm":
-        await embedder.embed(["warm up"])  # load the model before the clock starts
+    embedder = TimedEmbedder(bench_embedder(embed, models))
+    await embedder.inner.embed(["warm up"])  # load (or distill) the model before the clock starts
     overrides = Overrides(models=FixedChatModels(ScriptedChatModel([mapping])), embedder=embedder)
     services = await build_services(settings, overrides)
     try:
@@ -223,7 +262,8 @@ async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Resu
         baseline = peak_rss_mb()
         started = time.perf_counter()
         await Worker(services, "bench").run_once()
-        elapsed = time.perf_counter() - started
+        finished = time.perf_counter()
+        elapsed = finished - started
         async with services.db.session() as session:
             done = await session.get_one(Ingestion, attempt.id)
             if done.status != "SUCCEEDED":
@@ -231,7 +271,7 @@ async def _datawell(path: Path, folder: Path, embed: str, postgres: str) -> Resu
         async with services.rows.engine.connect() as connection:
             table = services.rows.table(dataset)
             count = (await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one()
-        return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline
+        return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline, embedder.note(finished)
     finally:
         await services.close()
         if postgres:
@@ -251,7 +291,15 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="100000,1000000", help="comma-separated sizes, run in this order")
-    parser.add_argument("--embed", choices=["hashing", "minilm"], help="also embed every row (time until complete)")
+    parser.add_argument(
+        "--embed", choices=["hashing", "minilm", "minilm-static"], help="also embed every row (and say how fast)"
+    )
+    parser.add_argument(
+        "--models",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "datawell-bench-models",
+        help="where the distilled minilm-static is kept between runs",
+    )
     parser.add_argument("--postgres", default="", help="postgresql:// URL: also compare with COPY there")
     parser.add_argument("--skip-peers", action="store_true", help="only Datawell")
     args = parser.parse_args()
@@ -268,7 +316,7 @@ def main() -> None:
                 (
                     "Datawell → SQLite" + (f", embeddings ({args.embed})" if args.embed else ""),
                     datawell,
-                    (path, folder, args.embed or ""),
+                    (path, folder, args.embed or "", args.models),
                 ),
             ]
             if not args.skip_peers:
@@ -278,7 +326,9 @@ def main() -> None:
                     ("DuckDB → SQLite", duckdb_peer, (path, folder)),
                 ]
             if args.postgres:
-                contenders.append(("Datawell → PostgreSQL", datawell, (path, folder, args.embed or "", args.postgres)))
+                contenders.append(
+                    ("Datawell → PostgreSQL", datawell, (path, folder, args.embed or "", args.models, args.postgres))
+                )
                 if not args.skip_peers:
                     contenders.append(("COPY → PostgreSQL", copy_peer, (path, folder, args.postgres)))
             results = []
@@ -286,10 +336,10 @@ def main() -> None:
                 before = load()
                 for stale in folder.glob("*.sqlite"):
                     stale.unlink()
-                count, seconds, rss, _growth = in_child(target, *arguments)
-                results.append((name, count, seconds, rss, before))
+                count, seconds, rss, _growth, note = in_child(target, *arguments)
+                results.append((name, count, seconds, rss, before, note))
             ours = {r[0]: r for r in results}
-            for name, count, seconds, rss, before in results:
+            for name, count, seconds, rss, before, _note in results:
                 peer_name = "COPY → PostgreSQL" if "PostgreSQL" in name else "csv + sqlite3 script"
                 base = ours.get(peer_name)
                 ratio = f"{(count / seconds) / (base[1] / base[2]):.2f}×" if base else ""
@@ -298,6 +348,9 @@ def main() -> None:
                     f"| {rss:.0f} | {before} |",
                     flush=True,
                 )
+            for name, *_, before, note in results:
+                if note:
+                    print(f"\n{size:,} rows, {name}, load before {before}: {note}", flush=True)
 
 
 if __name__ == "__main__":

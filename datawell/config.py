@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -68,6 +69,13 @@ class Settings(BaseSettings):
         True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
     embeddings_enabled: bool = True
+    embeddings_model: Literal["minilm-static", "minilm"] = Field(
+        "minilm-static",
+        description="Text embeddings of rows, fields and semantic() questions: minilm-static (a static model "
+        "distilled from all-MiniLM-L6-v2 on first use, cached in the data folder; thousands of rows a second) or "
+        "minilm (the transformer itself; about 200 rows a second on 2 cores). Changing it leaves earlier vectors "
+        "unused: re-ingest to embed them again.",
+    )
 
     # Query language limits
     query_row_cap: int = 1000

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from datawell.config import Settings
 from datawell.graphs.memory import ConversationMemory
-from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
+from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
 from datawell.storage.db import Database
@@ -79,7 +79,11 @@ def build_object_store(settings: Settings, secret: str) -> ObjectStore:
 
 
 def default_embedder(settings: Settings) -> Embedder:
-    return MiniLMEmbedder() if settings.embeddings_enabled else HashingEmbedder()
+    if not settings.embeddings_enabled:
+        return HashingEmbedder()
+    if settings.embeddings_model == "minilm":
+        return MiniLMEmbedder()
+    return StaticMiniLMEmbedder(settings.data_dir / "models" / settings.embeddings_model)
 
 
 def default_models(settings: Settings) -> ChatModels:
@@ -98,7 +102,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     embedder = overrides.embedder or default_embedder(settings)
     await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
-    vectors = VectorStore(embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant")
+    vectors = VectorStore(
+        embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
+    )
     query_tools = overrides.query_tools
     if query_tools is None:
         query_tools = QueryTools(

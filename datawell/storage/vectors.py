@@ -68,15 +68,22 @@ def open_local(path: Path | None) -> AsyncQdrantClient:
 
 
 class VectorStore:
-    def __init__(self, dimension: int, *, url: str | None = None, path: Path | None = None) -> None:
+    """Collections named by callers (`ROWS`, `FIELDS`) are stored under names that carry the
+    embedder's `space`, so vectors of another model (an earlier setting) are never compared
+    with this one's."""
+
+    def __init__(self, dimension: int, *, url: str | None = None, path: Path | None = None, space: str = "") -> None:
         self.dimension = dimension
+        self.space = space
         self.remote = url is not None
         self.client = AsyncQdrantClient(url=url) if url else open_local(path)
         self._ready: set[str] = set()
 
-    async def _collection(self, name: str) -> None:
+    async def _collection(self, collection: str) -> str:
+        """The stored name of `collection`, created if it does not exist yet."""
+        name = f"{collection}-{self.space}" if self.space else collection
         if name in self._ready:
-            return
+            return name
         if not await self.client.collection_exists(name):
             await self.client.create_collection(
                 name, vectors_config=models.VectorParams(size=self.dimension, distance=models.Distance.COSINE)
@@ -86,13 +93,14 @@ class VectorStore:
         if not self.remote:
             _without_fsync_per_point(self.client, name)
         self._ready.add(name)
+        return name
 
     async def upsert(self, collection: str, dataset_id: str, points: Sequence[Point]) -> None:
         if not points:
             return
-        await self._collection(collection)
+        name = await self._collection(collection)
         await self.client.upsert(
-            collection,
+            name,
             points=[
                 models.PointStruct(
                     id=str(uuid.UUID(p.id)), vector=list(p.vector), payload={**p.payload, "dataset_id": dataset_id}
@@ -102,9 +110,9 @@ class VectorStore:
         )
 
     async def search(self, collection: str, dataset_id: str, vector: Sequence[float], limit: int) -> list[Hit]:
-        await self._collection(collection)
+        name = await self._collection(collection)
         response = await self.client.query_points(
-            collection, query=list(vector), query_filter=_dataset_filter(dataset_id), limit=limit, with_payload=True
+            name, query=list(vector), query_filter=_dataset_filter(dataset_id), limit=limit, with_payload=True
         )
         return [Hit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in response.points]
 
@@ -119,13 +127,13 @@ class VectorStore:
     ) -> list[Hit]:
         """The nearest points whose payload has every `match` value and none of the `exclude` values
         (for example the fields of one namespace outside one dataset)."""
-        await self._collection(collection)
+        name = await self._collection(collection)
 
         def conditions(values: dict[str, str]) -> list[models.Condition]:
             return [models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in values.items()]
 
         response = await self.client.query_points(
-            collection,
+            name,
             query=list(vector),
             query_filter=models.Filter(must=conditions(match), must_not=conditions(exclude or {})),
             limit=limit,
@@ -135,15 +143,15 @@ class VectorStore:
 
     async def delete(self, collection: str, dataset_id: str, **match: str) -> int:
         """Delete a dataset's points (optionally only those whose payload matches); returns how many."""
-        await self._collection(collection)
+        name = await self._collection(collection)
         selector = _dataset_filter(dataset_id, **match)
-        count = (await self.client.count(collection, count_filter=selector, exact=True)).count
-        await self.client.delete(collection, points_selector=models.FilterSelector(filter=selector))
+        count = (await self.client.count(name, count_filter=selector, exact=True)).count
+        await self.client.delete(name, points_selector=models.FilterSelector(filter=selector))
         return count
 
     async def count(self, collection: str, dataset_id: str) -> int:
-        await self._collection(collection)
-        return (await self.client.count(collection, count_filter=_dataset_filter(dataset_id), exact=True)).count
+        name = await self._collection(collection)
+        return (await self.client.count(name, count_filter=_dataset_filter(dataset_id), exact=True)).count
 
     async def close(self) -> None:
         await self.client.close()

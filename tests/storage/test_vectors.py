@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.vectors import ROWS, Point, VectorStore
@@ -22,4 +23,15 @@ async def test_search_is_scoped_to_a_dataset_and_delete_counts() -> None:
     assert await store.delete(ROWS, "a") == 2
     assert await store.count(ROWS, "a") == 0
     assert await store.count(ROWS, "b") == 1
+    await store.close()
+
+
+async def test_vectors_of_another_embedder_are_never_compared(tmp_path: Path) -> None:
+    [vector] = await HashingEmbedder().embed(["red apple pie"])
+    store = VectorStore(len(vector), path=tmp_path, space="minilm")
+    await store.upsert(ROWS, "a", [Point(str(uuid.uuid4()), vector, {"text": "red apple pie"})])
+    await store.close()
+    store = VectorStore(len(vector), path=tmp_path, space="minilm-static")  # the setting changed
+    assert await store.search(ROWS, "a", vector, limit=5) == []
+    assert await store.count(ROWS, "a") == 0
     await store.close()
