@@ -21,6 +21,7 @@ from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
+from datawell.llm.embeddings import StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.runs import Runs
@@ -53,13 +54,14 @@ def create_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
         services = await build_services(settings, overrides)
         started = runs(services)
-        # The model loads beside the API (which answers meanwhile); a question asked before
-        # it is ready waits for the same load.
-        preloading = (
-            asyncio.create_task(services.models.preload())
-            if settings.embedded_model_preload and isinstance(services.models, LiteLLMChatModels)
-            else None
-        )
+        # The models load beside the API (which answers meanwhile); a question asked before
+        # one is ready waits for the same load. The static embedder's first load distills it
+        # (minutes, once per data folder).
+        preloading = []
+        if settings.embedded_model_preload and isinstance(services.models, LiteLLMChatModels):
+            preloading.append(asyncio.create_task(services.models.preload()))
+        if isinstance(services.embedder, StaticMiniLMEmbedder):
+            preloading.append(asyncio.create_task(services.embedder.preload()))
         try:
             async with AsyncExitStack() as stack:
                 await stack.enter_async_context(mcp_server.running())
@@ -67,8 +69,8 @@ def create_app(
                     await stack.enter_async_context(running_worker(services))
                 yield {"services": services, "runs": started}
         finally:
-            if preloading is not None:
-                await preloading  # a load in a thread cannot be stopped, only waited for
+            for load in preloading:
+                await load  # a load in a thread cannot be stopped, only waited for
             await agents.aclose()
             await services.close()
 

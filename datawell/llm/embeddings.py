@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import math
 import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 DIMENSION = 384
 
@@ -58,13 +61,24 @@ class _LoadedOnFirstUse:
     def _encode(self, model: Any, texts: list[str]) -> Any:
         raise NotImplementedError
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        if not texts:
-            return []
+    async def _loaded(self) -> Any:
         async with self._lock:
             if self._model is None:
                 self._model = await asyncio.to_thread(self._load)
-        vectors = await asyncio.to_thread(self._encode, self._model, texts)
+        return self._model
+
+    async def preload(self) -> None:
+        """Load now, in the background of a starting service, rather than at the first
+        `embed`. A failure is only logged: the first `embed` tries again and raises it."""
+        try:
+            await self._loaded()
+        except Exception:
+            log.exception("the embedding model was not preloaded")
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = await asyncio.to_thread(self._encode, await self._loaded(), texts)
         return [list(map(float, v)) for v in vectors]
 
 

@@ -9,10 +9,13 @@ from model2vec import StaticModel
 from pydantic import ValidationError
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+from datawell.app import create_app
 from datawell.config import Settings
 from datawell.llm import embeddings
 from datawell.llm.embeddings import DIMENSION, HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
-from datawell.services import default_embedder
+from datawell.llm.models import FixedChatModels
+from datawell.services import Overrides, default_embedder
+from tests.conftest import served
 
 
 def tiny_static_model() -> StaticModel:
@@ -45,6 +48,16 @@ async def test_the_static_model_is_distilled_once_into_its_folder(tmp_path: Path
     assert distilled == [1]  # taken from the folder, not distilled again
     assert np.allclose(again[0], pie)
     assert [p.name for p in folder.parent.iterdir()] == ["minilm-static"]  # no staging left behind
+
+
+async def test_a_starting_service_distills_the_static_model_in_the_background(
+    settings: Settings, chat_models: FixedChatModels, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(embeddings, "distill_static_minilm", tiny_static_model)
+    app = create_app(settings.model_copy(update={"embeddings_enabled": True}), Overrides(models=chat_models))
+    async with served(app) as running:
+        assert isinstance(running.services.embedder, StaticMiniLMEmbedder)
+    assert (settings.data_dir / "models" / "minilm-static" / "config.json").exists()
 
 
 def test_the_setting_picks_the_embedder(tmp_path: Path) -> None:
