@@ -48,6 +48,7 @@ class PlannedStep(TypedDict):
     kind: Literal["data", "web"]
     search: str  # the web search's words (web steps only)
     query: str  # the query the plan wrote for this step, run before asking the query writer
+    verified: bool  # the query is a verified example's, for exactly this question
 
 
 class StepResult(TypedDict):
