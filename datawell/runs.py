@@ -259,6 +259,7 @@ def query_deps(services: Services) -> QueryDeps:
         ),
         examples=s.examples,
         few_shot=s.settings.query_few_shot,
+        name_columns=s.settings.query_name_columns,
     )
 
 

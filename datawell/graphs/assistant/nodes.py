@@ -29,7 +29,7 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import NO_LINKS, QueryDeps, describe, examples_block, helper_block
+from datawell.graphs.nl2ql.nodes import NO_LINKS, Described, QueryDeps, describe, examples_block, helper_block
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
@@ -59,17 +59,17 @@ class AssistantDeps:
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
-    catalog, links = await describe(deps.query, context.user, context.namespace)
+    namespace = await describe(deps.query, context.user, context.namespace)
     verified = await exact_example(deps, context, state["question"])
     if verified is not None:
-        return plan_update(catalog, links, [verified], "A verified example answers the question.", "", 0, [])
+        return plan_update(namespace, [verified], "A verified example answers the question.", "", 0, [])
     web = context.web_search and deps.web is not None
     messages = stage_messages(
         deps.query.prompts,
         "assistant_plan",
         dialect=deps.query.dialect,
-        catalog=catalog,
-        links=links,
+        catalog=namespace.catalog,
+        links=namespace.links,
         helper_prompt=helper_block(context.helper_prompt),
         web_search=f"\n{WEB_RULE}" if web else "",
         history=render_history(state.get("turns", []), deps.history_turns),
@@ -77,7 +77,8 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         examples=await examples_block(deps.query, context, state["question"]),
         question=state["question"],
     )
-    reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages)
+    columns = namespace.columns if deps.query.name_columns else []
+    reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages, columns)
     output = reply.parsed
     if output is None:
         raise ModelError("the planning model did not return a plan", detail=reply.problem)
@@ -92,17 +93,18 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     if len(steps) > limit:
         notes.append(f"The plan had {len(steps)} steps; only the first {limit} ran (the limit is {limit} steps a run).")
         steps = steps[:limit]
-    return plan_update(catalog, links, steps, plan_summary(steps, output.refusal), output.refusal, reply.tokens, notes)
+    return plan_update(namespace, steps, plan_summary(steps, output.refusal), output.refusal, reply.tokens, notes)
 
 
 def plan_update(
-    catalog: str, links: str, steps: list[PlannedStep], summary: str, refusal: str, tokens: int, notes: list[str]
+    namespace: Described, steps: list[PlannedStep], summary: str, refusal: str, tokens: int, notes: list[str]
 ) -> dict[str, Any]:
     """The plan announced and put in the state."""
     emit(PlanReady(text=summary, steps=[s["instruction"] for s in steps]))
     return {
-        "catalog": catalog,
-        "links": links,
+        "catalog": namespace.catalog,
+        "links": namespace.links,
+        "columns": namespace.columns,
         "summary": summary,
         "refusal": refusal.strip() if not steps else "",
         "plan": steps,
@@ -165,6 +167,7 @@ async def step(
                 "context": step_context(state, planned["instruction"]),
                 "catalog": state["catalog"],
                 "links": state["links"],
+                "columns": state.get("columns", []),
                 "token_budget": max(budget - spent, 1) if budget else 0,
                 "proposed": planned["query"],
                 "verified": planned["query"] if planned["verified"] else "",

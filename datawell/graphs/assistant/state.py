@@ -78,6 +78,7 @@ class AssistantState(TypedDict, total=False):
     question: str
     catalog: str
     links: str
+    columns: list[str]  # the `table.column` names the catalog shows
     summary: str  # the plan in a sentence, said by the service
     refusal: str  # why the plan wrote no query, when it wrote none
     plan: list[PlannedStep]

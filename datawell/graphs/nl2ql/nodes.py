@@ -44,6 +44,8 @@ class QueryDeps:
     pruner: SchemaPruner | None = None  # None: the whole catalog for every question
     examples: VerifiedExamples | None = None  # verified question -> query pairs of the namespace
     few_shot: int = 3  # the most similar verified examples shown to the query writer
+    # The query writer names the catalog columns it uses before its query (constrained output).
+    name_columns: bool = False
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -90,15 +92,23 @@ def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> st
     return "\n".join(lines) or NO_LINKS
 
 
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str]:
-    """The catalog and its joins as prompt text, for this caller; with a question, only the
-    tables relevant to it when the namespace is large (schema pruning)."""
-    text, links, _ = await described(deps, user, namespace, question)
-    return text, links
+@dataclass(frozen=True)
+class Described:
+    """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
+    `table.column` names the catalog shows, and whether pruning left tables out."""
+
+    catalog: str
+    links: str
+    columns: list[str]
+    pruned: bool = False
+
+    def state(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
 
 
-async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str, bool]:
-    """`describe`, and whether pruning left tables out."""
+async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> Described:
+    """The namespace as this caller may read it; with a question, only the tables relevant to
+    it when the namespace is large (schema pruning)."""
     catalog = await deps.tools.catalog(user, namespace)
     async with deps.db.session() as session:
         links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
@@ -108,8 +118,12 @@ async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, questi
         shown = await deps.pruner.prune(
             catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
         )
-    text = shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)"
-    return text, render_links(shown, links), len(shown.tables) < len(catalog.tables)
+    return Described(
+        catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
+        links=render_links(shown, links),
+        columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
+        pruned=len(shown.tables) < len(catalog.tables),
+    )
 
 
 async def examples_block(deps: QueryDeps, context: QueryContext, question: str) -> str:
@@ -137,8 +151,8 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    text, links, pruned = await described(deps, runtime.context.user, runtime.context.namespace, state["question"])
-    return {"catalog": text, "links": links, "pruned": pruned}
+    described = await describe(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    return described.state()
 
 
 async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -175,7 +189,8 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
-    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages)
+    columns = state.get("columns", []) if deps.name_columns else []
+    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages, columns)
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens}
     draft = reply.parsed
@@ -227,8 +242,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & {s.code for s in exc.sub_errors}:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
-            text, links = await describe(deps, context.user, context.namespace)
-            update |= {"catalog": text, "links": links, "pruned": False}
+            update |= (await describe(deps, context.user, context.namespace)).state()
         return settle(state, update)
     return {}
 
