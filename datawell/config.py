@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
     query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
+    query_name_columns: bool = Field(
+        False,
+        description="The query writer first names the catalog columns its query uses, constrained to the catalog's names.",
+    )
+    query_few_shot: int = Field(
+        3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
+    )
     schema_prune_tables: int = Field(
         6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
     )

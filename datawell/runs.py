@@ -258,6 +258,8 @@ def query_deps(services: Services) -> QueryDeps:
             PruneLimits(s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep),
         ),
         examples=s.examples,
+        few_shot=s.settings.query_few_shot,
+        name_columns=s.settings.query_name_columns,
     )
 
 

@@ -74,7 +74,9 @@ class Assertion(_Strict):
         description="execution-match: compare rows in order (strict), as sets (ignore), or strict only when the gold query orders (auto)",
     )
     column_order: Literal["strict", "ignore"] = Field(
-        "strict", description="execution-match: whether the predicted columns may come in another order"
+        "ignore",
+        description="execution-match: whether the predicted columns may come in another order (rows reach "
+        "users as JSON objects keyed by column, so by default they may)",
     )
 
     @model_validator(mode="after")

@@ -41,7 +41,8 @@ async def test_success_prints_query_and_rows(
     assert "orders.customer_id = customers.id" in prompt
     assert "customers.city = orders.amount" not in prompt
     dialect = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}[services.rows.dialect]
-    assert "LEFT JOIN" in prompt and f"use {dialect} date functions" in prompt
+    assert "LEFT JOIN" in prompt and f"read-only SQL queries ({dialect})" in prompt
+    assert "julianday(a) - julianday(b)" in prompt
 
 
 async def test_one_repair_feeds_the_checker_error_back(
@@ -126,6 +127,30 @@ async def test_refusal_ends_without_a_query(
         }
     ]
     assert [c.method for c in tools.calls] == ["catalog"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "keyword"),
+    [("DELETE FROM orders WHERE amount < 10", "DELETE"), ("DROP TABLE customers", "DROP")],
+)
+async def test_a_question_that_changes_data_is_declined_without_repairs(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, statement: str, keyword: str
+) -> None:
+    # The model obliges a request to change data; no repair can make that a read.
+    chat_model.script.append(QueryDraft(query=statement))
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Remove the small orders"))
+
+    assert [event.model_dump() for event in events] == [
+        {
+            "type": "error",
+            "error_code": "QUERY_REFUSED",
+            "message": f"the datasets cannot answer this: the question asks to change data ({keyword}); "
+            "queries here only read it",
+        }
+    ]
+    assert len(chat_model.calls) == 1
+    assert tools.ran() == []
 
 
 async def test_a_reply_in_the_wrong_shape_is_retried(

@@ -11,10 +11,13 @@ from typing import Any
 import litellm
 import pytest
 from langchain_core.callbacks import UsageMetadataCallbackHandler
+from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field
 
 from datawell.config import Settings
 from datawell.errors import ModelError
+from datawell.graphs.nl2ql.state import QueryDraft
+from datawell.graphs.structured import MAX_NAMED_COLUMNS, ask_structured
 from datawell.llm.embedded import EMBEDDED_MODEL
 from datawell.llm.litellm_models import LiteLLMChatModel, LiteLLMChatModels
 from datawell.llm.models import ModelChoice, StageChoices
@@ -290,3 +293,23 @@ async def test_a_model_that_cannot_preload_is_left_for_the_first_question(
     monkeypatch.setattr(embedded.runtime(), "load", fail)
     await models.preload()
     assert "was not preloaded: the embedded model's runtime (xllamacpp) is not installed" in caplog.text
+
+
+async def test_naming_columns_first_constrains_them_to_the_catalog(calls: list[dict[str, Any]]) -> None:
+    """With columns, the schema sent asks first for the columns the query uses, each one of the
+    catalog's names (a grammar on the embedded model); the caller gets its own schema back."""
+    reply = {"columns": ["orders.total"], "query": "SELECT SUM(total) FROM orders", "refusal": ""}
+    model = mocked("openai/gpt-4o-mini", json.dumps(reply))
+    answer = await ask_structured(model, QueryDraft, [HumanMessage("total?")], ["orders.total", "customers.name"])
+    assert answer.parsed == QueryDraft(query="SELECT SUM(total) FROM orders")
+    schema = calls[0]["response_format"]["json_schema"]["schema"]
+    assert next(iter(schema["properties"])) == "columns"
+    assert schema["properties"]["columns"]["items"]["enum"] == ["orders.total", "customers.name"]
+    assert schema["properties"]["columns"]["maxItems"] == MAX_NAMED_COLUMNS
+
+
+async def test_a_column_outside_the_catalog_does_not_parse(calls: list[dict[str, Any]]) -> None:
+    reply = {"columns": ["orders.shoe_size"], "query": "SELECT shoe_size FROM orders", "refusal": ""}
+    model = mocked("openai/gpt-4o-mini", json.dumps(reply))
+    answer = await ask_structured(model, QueryDraft, [HumanMessage("sizes?")], ["orders.total"])
+    assert answer.parsed is None and "orders.shoe_size" in answer.problem

@@ -29,7 +29,7 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import NO_LINKS, QueryDeps, describe, helper_block
+from datawell.graphs.nl2ql.nodes import NO_LINKS, Described, QueryDeps, describe, examples_block, helper_block
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
@@ -59,46 +59,71 @@ class AssistantDeps:
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
-    catalog, links = await describe(deps.query, context.user, context.namespace)
+    namespace = await describe(deps.query, context.user, context.namespace)
+    verified = await exact_example(deps, context, state["question"])
+    if verified is not None:
+        return plan_update(namespace, [verified], "A verified example answers the question.", "", 0, [])
     web = context.web_search and deps.web is not None
     messages = stage_messages(
         deps.query.prompts,
         "assistant_plan",
         dialect=deps.query.dialect,
-        catalog=catalog,
-        links=links,
+        catalog=namespace.catalog,
+        links=namespace.links,
         helper_prompt=helper_block(context.helper_prompt),
         web_search=f"\n{WEB_RULE}" if web else "",
         history=render_history(state.get("turns", []), deps.history_turns),
         background=render_background(context.caller_context),
+        examples=await examples_block(deps.query, context, state["question"]),
         question=state["question"],
     )
-    reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages)
+    columns = namespace.columns if deps.query.name_columns else []
+    reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages, columns)
     output = reply.parsed
     if output is None:
         raise ModelError("the planning model did not return a plan", detail=reply.problem)
     steps = planned_steps(state["question"], output)
     if web and output.web_search.strip():
         words = output.web_search.strip()
-        steps.append(PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words, query=""))
+        steps.append(
+            PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words, query="", verified=False)
+        )
     notes = []
     limit = deps.budgets.max_steps
     if len(steps) > limit:
         notes.append(f"The plan had {len(steps)} steps; only the first {limit} ran (the limit is {limit} steps a run).")
         steps = steps[:limit]
-    summary = plan_summary(steps, output.refusal)
+    return plan_update(namespace, steps, plan_summary(steps, output.refusal), output.refusal, reply.tokens, notes)
+
+
+def plan_update(
+    namespace: Described, steps: list[PlannedStep], summary: str, refusal: str, tokens: int, notes: list[str]
+) -> dict[str, Any]:
+    """The plan announced and put in the state."""
     emit(PlanReady(text=summary, steps=[s["instruction"] for s in steps]))
     return {
-        "catalog": catalog,
-        "links": links,
+        "catalog": namespace.catalog,
+        "links": namespace.links,
+        "columns": namespace.columns,
         "summary": summary,
-        "refusal": output.refusal.strip() if not steps else "",
+        "refusal": refusal.strip() if not steps else "",
         "plan": steps,
         "results": [],
         "notes": notes,
-        "tokens": reply.tokens,
+        "tokens": tokens,
         "answer": "",
     }
+
+
+async def exact_example(deps: AssistantDeps, context: AssistantContext, question: str) -> PlannedStep | None:
+    """A question a user verified an answer to is planned as that answer's query, with no
+    model call (the query is still checked and run as the caller)."""
+    if deps.query.examples is None:
+        return None
+    example = await deps.query.examples.exact(context.user, context.namespace, question)
+    if example is None:
+        return None
+    return PlannedStep(instruction=question, kind="data", search="", query=example.query.strip(), verified=True)
 
 
 def planned_steps(question: str, output: PlanOutput) -> list[PlannedStep]:
@@ -106,7 +131,7 @@ def planned_steps(question: str, output: PlanOutput) -> list[PlannedStep]:
     or run sends the question and the failure to the query writer for a repair."""
     if not output.query.strip():
         return []
-    return [PlannedStep(instruction=question, kind="data", search="", query=output.query.strip())]
+    return [PlannedStep(instruction=question, kind="data", search="", query=output.query.strip(), verified=False)]
 
 
 def plan_summary(steps: list[PlannedStep], refusal: str) -> str:
@@ -142,8 +167,10 @@ async def step(
                 "context": step_context(state, planned["instruction"]),
                 "catalog": state["catalog"],
                 "links": state["links"],
+                "columns": state.get("columns", []),
                 "token_budget": max(budget - spent, 1) if budget else 0,
                 "proposed": planned["query"],
+                "verified": planned["query"] if planned["verified"] else "",
             },
             context=runtime.context,
         )

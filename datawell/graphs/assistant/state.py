@@ -48,6 +48,7 @@ class PlannedStep(TypedDict):
     kind: Literal["data", "web"]
     search: str  # the web search's words (web steps only)
     query: str  # the query the plan wrote for this step, run before asking the query writer
+    verified: bool  # the query is a verified example's, for exactly this question
 
 
 class StepResult(TypedDict):
@@ -77,6 +78,7 @@ class AssistantState(TypedDict, total=False):
     question: str
     catalog: str
     links: str
+    columns: list[str]  # the `table.column` names the catalog shows
     summary: str  # the plan in a sentence, said by the service
     refusal: str  # why the plan wrote no query, when it wrote none
     plan: list[PlannedStep]

@@ -7,8 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+import sqlglot
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+from sqlglot import exp
 
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
@@ -16,13 +18,13 @@ from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, Re
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
-from datawell.ontology.links import active_links
+from datawell.ontology.links import MatchType, active_links
 from datawell.prompts import PromptLibrary
 from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
-from datawell.tools.examples import VerifiedExamples
+from datawell.tools.examples import VerifiedExamples, render_examples
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryTools
 
@@ -41,6 +43,9 @@ class QueryDeps:
     dialect: str = "SQLite"  # whose date functions the model is told to use
     pruner: SchemaPruner | None = None  # None: the whole catalog for every question
     examples: VerifiedExamples | None = None  # verified question -> query pairs of the namespace
+    few_shot: int = 3  # the most similar verified examples shown to the query writer
+    # The query writer names the catalog columns it uses before its query (constrained output).
+    name_columns: bool = False
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -63,24 +68,47 @@ def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> li
     return found
 
 
+def join_condition(catalog: Catalog, left: str, right: str, kind: str) -> str:
+    """The condition that joins a link's two columns as their values match: as written for
+    an ExactMatch; ignoring case for a NormalizedMatch of two text columns (its most common
+    difference, as `osl1` against `OSL1`), which a plain `=` would make a join of no rows."""
+    if kind == MatchType.NORMALIZED and column_type(catalog, left) == column_type(catalog, right) == "text":
+        return f"LOWER({left}) = LOWER({right})"
+    return f"{left} = {right}"
+
+
+def column_type(catalog: Catalog, column: str) -> str | None:
+    table, _, field = column.rpartition(".")
+    info = catalog.table(table)
+    return info.columns.get(field) if info else None
+
+
 def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
     """Active links as joins, for the prompt."""
     lines = [
-        f"- {left} = {right} ({kind}, {hits} matching values)"
+        f"- {join_condition(catalog, left, right, kind)} ({kind}, {hits} matching values)"
         for left, right, kind, hits in link_columns(catalog, links)
     ]
     return "\n".join(lines) or NO_LINKS
 
 
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str]:
-    """The catalog and its joins as prompt text, for this caller; with a question, only the
-    tables relevant to it when the namespace is large (schema pruning)."""
-    text, links, _ = await described(deps, user, namespace, question)
-    return text, links
+@dataclass(frozen=True)
+class Described:
+    """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
+    `table.column` names the catalog shows, and whether pruning left tables out."""
+
+    catalog: str
+    links: str
+    columns: list[str]
+    pruned: bool = False
+
+    def state(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
 
 
-async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> tuple[str, str, bool]:
-    """`describe`, and whether pruning left tables out."""
+async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> Described:
+    """The namespace as this caller may read it; with a question, only the tables relevant to
+    it when the namespace is large (schema pruning)."""
     catalog = await deps.tools.catalog(user, namespace)
     async with deps.db.session() as session:
         links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
@@ -90,8 +118,21 @@ async def described(deps: QueryDeps, user: User, namespace: NamespaceRef, questi
         shown = await deps.pruner.prune(
             catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
         )
-    text = shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)"
-    return text, render_links(shown, links), len(shown.tables) < len(catalog.tables)
+    return Described(
+        catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
+        links=render_links(shown, links),
+        columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
+        pruned=len(shown.tables) < len(catalog.tables),
+    )
+
+
+async def examples_block(deps: QueryDeps, context: QueryContext, question: str) -> str:
+    """The verified examples most like the question, as few-shot text for a stage's prompt
+    (empty when the namespace has none the caller may run)."""
+    if deps.examples is None or deps.few_shot <= 0:
+        return ""
+    found = await deps.examples.similar(context.user, context.namespace, question, deps.few_shot)
+    return f"Verified examples of this namespace:\n{render_examples(found)}\n\n" if found else ""
 
 
 def helper_block(helper_prompt: str) -> str:
@@ -110,8 +151,8 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    text, links, pruned = await described(deps, runtime.context.user, runtime.context.namespace, state["question"])
-    return {"catalog": text, "links": links, "pruned": pruned}
+    described = await describe(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    return described.state()
 
 
 async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -144,10 +185,12 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         links=state.get("links", NO_LINKS),
         helper_prompt=helper_block(runtime.context.helper_prompt),
         context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
+        examples=await examples_block(deps, runtime.context, state["question"]),
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
-    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages)
+    columns = state.get("columns", []) if deps.name_columns else []
+    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages, columns)
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens}
     draft = reply.parsed
@@ -190,14 +233,40 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
     try:
         await deps.tools.check(context.user, context.namespace, state["draft"])
     except QueryError as exc:
+        change = data_change(state["draft"])
+        if change:
+            # The question asked to change data: no repair can make that a read, so the
+            # service declines it rather than let the model try again.
+            return settle(state, {"refusal": f"the question asks to change data ({change}); queries here only read it"})
         feedback = failure_feedback(state["draft"], exc)
         update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & {s.code for s in exc.sub_errors}:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
-            text, links = await describe(deps, context.user, context.namespace)
-            update |= {"catalog": text, "links": links, "pruned": False}
+            update |= (await describe(deps, context.user, context.namespace)).state()
         return settle(state, update)
     return {}
+
+
+# Statements that change data or tables, by the keyword a refusal names them with.
+CHANGES: dict[type[exp.Expr], str] = {
+    exp.Delete: "DELETE",
+    exp.Update: "UPDATE",
+    exp.Insert: "INSERT",
+    exp.Merge: "MERGE",
+    exp.Drop: "DROP",
+    exp.TruncateTable: "TRUNCATE",
+    exp.Alter: "ALTER",
+    exp.Create: "CREATE",
+}
+
+
+def data_change(query: str) -> str:
+    """The keyword of a statement that changes data ("DELETE", "DROP", ...), else ""."""
+    try:
+        tree = sqlglot.parse_one(query)
+    except sqlglot.errors.SqlglotError:
+        return ""
+    return next((word for kind, word in CHANGES.items() if isinstance(tree, kind)), "")
 
 
 async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -251,7 +320,10 @@ def _summary(exc: QueryError) -> str:
 
 def adopt(state: QueryState) -> dict[str, Any]:
     """The proposed query is the first attempt; no model wrote it."""
-    reasoning = state.get("reasoning") or "the query proposed with the question"
+    verified = state["proposed"].strip() == state.get("verified")
+    reasoning = state.get("reasoning") or (
+        "a verified example answers this question" if verified else "the query proposed with the question"
+    )
     return {"draft": state["proposed"].strip(), "attempts": 1, "reasoning": reasoning}
 
 
@@ -266,7 +338,9 @@ def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]
 
 
 def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
-    if state.get("error") or state.get("query"):  # gave up, or the doubted result stands
+    if (
+        state.get("error") or state.get("refusal") or state.get("query")
+    ):  # gave up, declined, or the doubted result stands
         return DONE
     return "generate" if state.get("feedback") else "run"
 

@@ -32,6 +32,8 @@ class QueryInput(TypedDict, total=False):
     # The catalog and joins as prompt text; the catalog node fills them when not given.
     catalog: str
     links: str
+    # The `table.column` names the catalog shows (what a query may name).
+    columns: list[str]
     # The catalog shows only the tables relevant to the question (schema pruning); a query
     # naming an unknown table or column widens it to the whole catalog.
     pruned: bool
