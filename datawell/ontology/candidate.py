@@ -57,6 +57,9 @@ class Candidate:
     score: float  # 0..1: the containment, share or similarity that qualified the pair
     evidence: str  # one sentence for the curator model
     samples: tuple[str, ...] = ()
+    # The data alone shows a reference: every distinct text value of the origin is a value of
+    # a destination key (one row per value). Selected without asking the curator model.
+    evident: bool = False
 
     @property
     def pair(self) -> frozenset[FieldKey]:
@@ -72,6 +75,7 @@ class Candidate:
         score: float,
         evidence: str,
         samples: tuple[str, ...] = (),
+        evident: bool = False,
     ) -> Candidate:
         return cls(
             origin=origin.key,
@@ -83,6 +87,7 @@ class Candidate:
             score=score,
             evidence=evidence,
             samples=samples,
+            evident=evident,
         )
 
 

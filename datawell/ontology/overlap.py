@@ -245,4 +245,6 @@ def _count(
         score=round(score, 4),
         evidence=evidence,
         samples=tuple(origin.samples[:3]) + tuple(destination.samples[:3]),
+        # Plain numbers are never evident: counters of one range contain each other by chance.
+        evident=not weak and contained == 1.0 and destination.uniqueness >= options.key_uniqueness,
     )

@@ -93,7 +93,13 @@ async def test_activation_adds_the_links_to_the_ontology(
     assert pairs(listing["data"]) == MEANINGFUL
     link = next(link for link in listing["data"] if link["origin"] == "shop/orders.customer")
     assert link["curatedBy"] == "alice"
-    assert link["reason"] == "shop/orders.customer refers to shop/customers.customer_id"
+    # Every customer reference is a customer id: the data settles it, the model is not asked.
+    assert link["reason"] == (
+        "Every value of shop/orders.customer is a value of shop/customers.customer_id, which has one row per "
+        "value: a reference the data shows, selected without the model."
+    )
+    product = next(link for link in listing["data"] if link["origin"] == "shop/orders.product")
+    assert product["reason"] == "shop/orders.product refers to shop/products.sku"
     assert link["model"] == "scripted"
     async with services.db.session() as session:
         assert {

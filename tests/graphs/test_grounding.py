@@ -43,3 +43,9 @@ def test_an_invented_number_is_named() -> None:
 
 def test_numbers_of_the_question_are_supported() -> None:
     assert unsupported_numbers("None of the 5 customers [1].", [result([])], "Top 5 customers?") == []
+
+
+def test_the_numbers_of_a_numbered_list_are_not_stated_numbers() -> None:
+    answer = "The two biggest spenders:\n1. Donald Knuth, 1234.57 EUR\n2) Ada Lovelace, 980 EUR\n 3. nobody else"
+    assert unsupported_numbers(answer, [result(TOTALS)]) == []
+    assert unsupported_numbers("1. Donald Knuth, 99 orders", [result(TOTALS)]) == ["99"]

@@ -69,3 +69,15 @@ async def test_focus_keeps_only_links_of_that_dataset(services: Services, alice:
     assert candidates
     assert all("products" in (c.origin.dataset, c.destination.dataset) for c in candidates)
     assert frozenset({"orders.product", "products.sku"}) in {as_pair(c) for c in candidates}
+
+
+async def test_only_references_the_data_settles_are_evident(services: Services, alice: Account) -> None:
+    """Evident (selected without the model): every distinct text value of the origin is a
+    value of a key. Price coincidences, countries shared both ways and fuzzy names are not."""
+    candidates = await shop_candidates(services)
+    evident = {as_pair(c) for c in candidates if c.evident}
+    assert evident == {
+        frozenset({"orders.customer", "customers.customer_id"}),
+        frozenset({"customers.city", "cities.city"}),
+    }
+    assert evident <= KNOWN_LINKS

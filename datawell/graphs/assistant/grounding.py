@@ -15,6 +15,8 @@ from typing import Any
 from datawell.graphs.assistant.prompting import numbers_of
 from datawell.graphs.assistant.state import StepResult
 
+# The number of a numbered list's item ("1. ", "2) " at the start of a line): not a stated number.
+LIST_MARKER = re.compile(r"^(\s*)\d+[.)](?=\s)", re.MULTILINE)
 # A number as people write it: 1,234.5 or -3 or 0.25; not the digits of a citation [2].
 NUMBER = re.compile(r"(?<![\w\[.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w\]])|(?<![\w\[.,])-?\d+(?:\.\d+)?(?![\w\]])")
 
@@ -72,7 +74,7 @@ def unsupported_numbers(answer: str, results: list[StepResult], *texts: str) -> 
     """The numbers of `answer` that match nothing the run found or was told, as written."""
     known = known_numbers(results, *texts)
     missing: list[str] = []
-    for match in NUMBER.finditer(answer):
+    for match in NUMBER.finditer(LIST_MARKER.sub(r"\1", answer)):
         stated = Decimal(match.group().replace(",", ""))
         if not any(_matches(stated, value) for value in known) and match.group() not in missing:
             missing.append(match.group())

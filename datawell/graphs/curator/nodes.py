@@ -69,13 +69,24 @@ def render_candidate(label: str, candidate: Candidate) -> str:
     )
 
 
+def evident_reason(candidate: Candidate) -> str:
+    return (
+        f"Every value of {candidate.origin} is a value of {candidate.destination}, which has one row per "
+        "value: a reference the data shows, selected without the model."
+    )
+
+
 async def select(state: CuratorState, runtime: Runtime[CuratorContext], deps: CuratorDeps) -> dict[str, Any]:
-    """Ask the model about the candidates in batches; keep what it selects, with its reason."""
+    """Select the evident candidates (see `Candidate.evident`) and ask the model about the
+    others in batches; keep what it selects, with its reason. The model misjudged links the
+    data settles (the 1.5B model rejected `readings.station` -> `stations.station_code`,
+    all five codes of a key), so it only decides what the data cannot."""
     context = runtime.context
     model = deps.models.for_stage("curate", context.choices)
     prompt = deps.prompts.get("curate_links")
-    labelled = [(f"L{i}", c) for i, c in enumerate(state.candidates, start=1)]
-    selected: list[Selection] = []
+    selected = [Selection(c, evident_reason(c)) for c in state.candidates if c.evident]
+    doubtful = [c for c in state.candidates if not c.evident]
+    labelled = [(f"L{i}", c) for i, c in enumerate(doubtful, start=1)]
     for start in range(0, len(labelled), deps.batch_size):
         batch = labelled[start : start + deps.batch_size]
         messages = prompt.render(
