@@ -15,6 +15,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.services import Overrides, Services, build_services
 from datawell.storage.access import NamespaceRef, ensure_namespace
+from datawell.storage.examples import add_example
 from datawell.storage.tables import Dataset, Link, User
 from datawell.storage.users import get_user
 from tests.conftest import Account
@@ -47,6 +48,12 @@ class Shop:
 
     user: User
     namespace: NamespaceRef
+
+
+async def verify(services: Services, shop: Shop, question: str, query: str) -> str:
+    """Store a verified example in the shop, as alice; its id."""
+    async with services.db.session() as session:
+        return (await add_example(session, shop.namespace, shop.user, question, query)).id
 
 
 async def user_named(services: Services, name: str) -> User:

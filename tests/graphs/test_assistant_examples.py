@@ -9,8 +9,7 @@ from datawell.graphs.nl2ql.state import QueryDraft
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, Runs
 from datawell.services import Services
-from datawell.storage.examples import add_example
-from tests.graphs.conftest import Shop
+from tests.graphs.conftest import Shop, verify
 from tests.graphs.fakes import FakeQueryTools
 
 OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
@@ -21,11 +20,6 @@ AMOUNTS = "SELECT SUM(amount) AS total FROM orders"
 async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
     run = await Runs(services).start_assistant(request)
     return [event async for event in run.events()]
-
-
-async def verify(services: Services, shop: Shop, question: str, query: str) -> None:
-    async with services.db.session() as session:
-        await add_example(session, shop.namespace, shop.user, question, query)
 
 
 async def test_a_verified_question_is_answered_with_one_model_call(

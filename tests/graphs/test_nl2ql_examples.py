@@ -8,8 +8,7 @@ from datawell.graphs.nl2ql.state import QueryContext, QueryDraft
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, Runs, query_deps
 from datawell.services import Services
-from datawell.storage.examples import add_example
-from tests.graphs.conftest import Shop
+from tests.graphs.conftest import Shop, verify
 from tests.graphs.fakes import FakeQueryTools
 
 OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
@@ -18,11 +17,6 @@ OSLO = "SELECT name FROM customers WHERE city = 'Oslo'"
 async def ask(services: Services, request: AskRequest) -> list[GraphEvent]:
     run = await Runs(services).start_nl2ql(request)
     return [event async for event in run.events()]
-
-
-async def verify(services: Services, shop: Shop, question: str, query: str) -> str:
-    async with services.db.session() as session:
-        return (await add_example(session, shop.namespace, shop.user, question, query)).id
 
 
 async def test_a_verified_question_runs_its_query_with_no_model_call(
