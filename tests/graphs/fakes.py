@@ -63,7 +63,8 @@ class FakeQueryTools(QueryTools):
         except sqlglot.errors.ParseError as exc:
             raise QueryError("the query does not parse", detail=str(exc)) from None
         if len(parsed) != 1 or not isinstance(parsed[0], exp.Select):
-            raise QueryError("only one SELECT statement is allowed")
+            message = "only one SELECT statement is allowed"
+            raise QueryError(message, sub_errors=[SubError("not_a_select", message)])
         known = {t.name: t for t in self.tables if t.namespace.id == namespace.id}
         problems = []
         for name in {".".join(p for p in (t.catalog, t.db, t.name) if p) for t in parsed[0].find_all(exp.Table)}:

@@ -29,7 +29,15 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import NO_LINKS, Described, QueryDeps, describe, examples_block, helper_block
+from datawell.graphs.nl2ql.nodes import (
+    NO_LINKS,
+    Described,
+    QueryDeps,
+    describe,
+    examples_block,
+    helper_block,
+    verified_example,
+)
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
@@ -60,9 +68,15 @@ class AssistantDeps:
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
     namespace = await describe(deps.query, context.user, context.namespace)
-    verified = await exact_example(deps, context, state["question"])
+    # A question a user verified an answer to is planned as that answer's query, with no model
+    # call (the query is still checked and run as the caller).
+    verified = await verified_example(deps.query, context, state["question"])
     if verified is not None:
-        return plan_update(namespace, [verified], "A verified example answers the question.", "", 0, [])
+        step = PlannedStep(
+            instruction=state["question"], kind="data", search="", query=verified.query.strip(), verified=True
+        )
+        return plan_update(namespace, None, [step], "A verified example answers the question.", "", 0, [])
+    examples = await examples_block(deps.query, context, state["question"])
     web = context.web_search and deps.web is not None
     messages = stage_messages(
         deps.query.prompts,
@@ -74,7 +88,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         web_search=f"\n{WEB_RULE}" if web else "",
         history=render_history(state.get("turns", []), deps.history_turns),
         background=render_background(context.caller_context),
-        examples=await examples_block(deps.query, context, state["question"]),
+        examples=examples,
         question=state["question"],
     )
     columns = namespace.columns if deps.query.name_columns else []
@@ -93,11 +107,18 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     if len(steps) > limit:
         notes.append(f"The plan had {len(steps)} steps; only the first {limit} ran (the limit is {limit} steps a run).")
         steps = steps[:limit]
-    return plan_update(namespace, steps, plan_summary(steps, output.refusal), output.refusal, reply.tokens, notes)
+    summary = plan_summary(steps, output.refusal)
+    return plan_update(namespace, examples, steps, summary, output.refusal, reply.tokens, notes)
 
 
 def plan_update(
-    namespace: Described, steps: list[PlannedStep], summary: str, refusal: str, tokens: int, notes: list[str]
+    namespace: Described,
+    examples: str | None,
+    steps: list[PlannedStep],
+    summary: str,
+    refusal: str,
+    tokens: int,
+    notes: list[str],
 ) -> dict[str, Any]:
     """The plan announced and put in the state."""
     emit(PlanReady(text=summary, steps=[s["instruction"] for s in steps]))
@@ -105,6 +126,7 @@ def plan_update(
         "catalog": namespace.catalog,
         "links": namespace.links,
         "columns": namespace.columns,
+        "examples": examples,
         "summary": summary,
         "refusal": refusal.strip() if not steps else "",
         "plan": steps,
@@ -113,17 +135,6 @@ def plan_update(
         "tokens": tokens,
         "answer": "",
     }
-
-
-async def exact_example(deps: AssistantDeps, context: AssistantContext, question: str) -> PlannedStep | None:
-    """A question a user verified an answer to is planned as that answer's query, with no
-    model call (the query is still checked and run as the caller)."""
-    if deps.query.examples is None:
-        return None
-    example = await deps.query.examples.exact(context.user, context.namespace, question)
-    if example is None:
-        return None
-    return PlannedStep(instruction=question, kind="data", search="", query=example.query.strip(), verified=True)
 
 
 def planned_steps(question: str, output: PlanOutput) -> list[PlannedStep]:
@@ -161,19 +172,20 @@ async def step(
         budget = deps.budgets.max_tokens_per_run
         # The step's queries run as the run's caller in the run's namespace: the context is
         # passed on unchanged, whatever the caller context or the plan say.
-        final = await nl2ql.ainvoke(
-            {
-                "question": planned["instruction"],
-                "context": step_context(state, planned["instruction"]),
-                "catalog": state["catalog"],
-                "links": state["links"],
-                "columns": state.get("columns", []),
-                "token_budget": max(budget - spent, 1) if budget else 0,
-                "proposed": planned["query"],
-                "verified": planned["query"] if planned["verified"] else "",
-            },
-            context=runtime.context,
+        asked = QueryInput(
+            question=planned["instruction"],
+            context=step_context(state, planned["instruction"]),
+            catalog=state["catalog"],
+            links=state["links"],
+            columns=state.get("columns", []),
+            token_budget=max(budget - spent, 1) if budget else 0,
+            proposed=planned["query"],
+            verified=planned["query"] if planned["verified"] else "",
         )
+        examples = state.get("examples")
+        if examples is not None:  # the plan's few-shot text serves the step's repairs too
+            asked["examples"] = examples
+        final = await nl2ql.ainvoke(asked, context=runtime.context)
         out = QueryOutcome.of(cast(QueryState, final))
         result = StepResult(
             index=index,

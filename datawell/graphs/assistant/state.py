@@ -79,6 +79,7 @@ class AssistantState(TypedDict, total=False):
     catalog: str
     links: str
     columns: list[str]  # the `table.column` names the catalog shows
+    examples: str | None  # the plan's few-shot text of verified examples; None: not looked up
     summary: str  # the plan in a sentence, said by the service
     refusal: str  # why the plan wrote no query, when it wrote none
     plan: list[PlannedStep]

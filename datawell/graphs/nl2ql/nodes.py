@@ -24,12 +24,13 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
-from datawell.tools.examples import VerifiedExamples, render_examples
+from datawell.tools.examples import Example, VerifiedExamples, render_examples
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryTools
 
 NO_LINKS = "(none)"
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
+NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
 DONE = cast(Literal["__end__"], END)
 
 
@@ -155,12 +156,19 @@ async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: Query
     return described.state()
 
 
+async def verified_example(deps: QueryDeps, context: QueryContext, question: str) -> Example | None:
+    """The verified example whose question is this one, if the caller may run its query."""
+    if deps.examples is None:
+        return None
+    return await deps.examples.exact(context.user, context.namespace, question)
+
+
 async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     """A question a user verified an answer to runs that answer's query, with no model call
     (it becomes the proposed query; if it is refused after all, the model repairs it)."""
-    if deps.examples is None or state.get("proposed", "").strip():
+    if state.get("proposed", "").strip():
         return {}
-    example = await deps.examples.exact(runtime.context.user, runtime.context.namespace, state["question"])
+    example = await verified_example(deps, runtime.context, state["question"])
     if example is None:
         return {}
     return {
@@ -177,6 +185,10 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if budget and spent >= budget:
         return settle(state, {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"})
     feedback = state.get("feedback", "")
+    # Looked up once a run (the assistant passes its plan's): repairs show the same examples.
+    examples = state.get("examples")
+    if examples is None:
+        examples = await examples_block(deps, runtime.context, state["question"])
     messages = stage_messages(
         deps.prompts,
         "nl2ql_generate",
@@ -185,14 +197,14 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         links=state.get("links", NO_LINKS),
         helper_prompt=helper_block(runtime.context.helper_prompt),
         context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
-        examples=await examples_block(deps, runtime.context, state["question"]),
+        examples=examples,
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
     columns = state.get("columns", []) if deps.name_columns else []
     reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages, columns)
     attempts += 1
-    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens}
+    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens, "examples": examples}
     draft = reply.parsed
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
@@ -233,14 +245,15 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
     try:
         await deps.tools.check(context.user, context.namespace, state["draft"])
     except QueryError as exc:
-        change = data_change(state["draft"])
+        codes = {s.code for s in exc.sub_errors}
+        change = data_change(state["draft"]) if NOT_A_SELECT in codes else ""
         if change:
             # The question asked to change data: no repair can make that a read, so the
             # service declines it rather than let the model try again.
             return settle(state, {"refusal": f"the question asks to change data ({change}); queries here only read it"})
         feedback = failure_feedback(state["draft"], exc)
         update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
-        if state.get("pruned") and UNKNOWN_NAMES & {s.code for s in exc.sub_errors}:
+        if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
             update |= (await describe(deps, context.user, context.namespace)).state()
         return settle(state, update)
@@ -338,9 +351,8 @@ def after_generate(state: QueryState) -> Literal["check", "generate", "__end__"]
 
 
 def after_check(state: QueryState) -> Literal["run", "generate", "__end__"]:
-    if (
-        state.get("error") or state.get("refusal") or state.get("query")
-    ):  # gave up, declined, or the doubted result stands
+    # Gave up, declined, or the doubted result stands.
+    if state.get("error") or state.get("refusal") or state.get("query"):
         return DONE
     return "generate" if state.get("feedback") else "run"
 

@@ -37,6 +37,9 @@ class QueryInput(TypedDict, total=False):
     # The catalog shows only the tables relevant to the question (schema pruning); a query
     # naming an unknown table or column widens it to the whole catalog.
     pruned: bool
+    # The verified examples most like the question, as few-shot text ("" for none); looked up
+    # by the first generate when not given.
+    examples: str
     # Tokens this run may still spend; 0 means no limit.
     token_budget: int
     # A query the caller already has (an assistant plan that wrote SQL): it is checked and
