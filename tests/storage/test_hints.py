@@ -92,8 +92,8 @@ async def load_more(services: Services, namespace: Any) -> None:
         dataset = await find_dataset(session, namespace, "companies")
     assert dataset is not None
     await services.rows.stage(dataset.record, "more")
-    await services.rows.write(dataset.record, "more", [company(99)], "more.csv")
-    await services.rows.publish(dataset.record, "more")
+    await services.rows.write(dataset.record, "more", [company(99)])
+    await services.rows.publish(dataset.record, "more", source="more.csv")
 
 
 async def test_a_refresh_that_began_earlier_never_overwrites_a_later_one(services: Services) -> None:
