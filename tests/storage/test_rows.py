@@ -88,3 +88,34 @@ async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore,
     assert origins == {(first, "0's orders.csv", 20), (second, "100's orders.csv", 20)}
     assert all(uuid.UUID(row_id).version == 7 for row_id, _ in read)
     assert await rows.count(ds) == 40
+
+
+async def test_a_table_made_before_lean_stages_takes_appends_by_name(rows: RowStore) -> None:
+    """Tables made before issue 19 have the internal columns first and a key on `__id`; a
+    stage (ids and fields only) is appended to them column by column, origins included."""
+    import sqlalchemy as sa
+
+    ds = dataset()
+    old = sa.Table(
+        ds.table_name,
+        sa.MetaData(),
+        sa.Column("__id", sa.String(36), primary_key=True),
+        sa.Column("__ingestion_id", sa.String(36)),
+        sa.Column("__source", sa.Text()),
+        sa.Column("order_id", sa.BigInteger()),
+        sa.Column("total", sa.Float()),
+        sa.Column("paid", sa.Boolean()),
+    )
+    async with rows.engine.begin() as connection:
+        await connection.run_sync(old.create)
+        await connection.execute(
+            old.insert().values(__id="0", __ingestion_id="before", __source="old.csv", order_id=1, total=1.5, paid=True)
+        )
+    ingestion = "55555555-5555-5555-5555-555555555555"
+    await rows.stage(ds, ingestion)
+    await rows.write(ds, ingestion, [{"order_id": 2, "total": 2.5, "paid": False}])
+    assert await rows.publish(ds, ingestion, source="new.csv") == 1
+    query = sa.select(old.c["__ingestion_id"], old.c["__source"], old.c["order_id"], old.c["paid"]).order_by("order_id")
+    async with rows.engine.connect() as connection:
+        found = (await connection.execute(query)).tuples().all()
+    assert found == [("before", "old.csv", 1, True), (ingestion, "new.csv", 2, False)]
