@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +69,12 @@ def table_for(name: str, columns: Mapping[str, str], metadata: sa.MetaData | Non
     )
 
 
+@dataclass(frozen=True)
+class Published:
+    rows: int
+    renamed: bool  # the stage became the dataset's table (it had no rows); else appended to it
+
+
 class RowStore:
     """Reads and writes dataset rows in the rows database."""
 
@@ -118,8 +125,9 @@ class RowStore:
             await writer.close()
         return row_ids(writer.stage.prefix, 0, len(rows)).to_pylist()
 
-    async def publish(self, dataset: Dataset, ingestion_id: str) -> int:
-        """Make the staged rows visible, atomically; returns how many there were."""
+    async def publish(self, dataset: Dataset, ingestion_id: str) -> Published:
+        """Make the staged rows visible, atomically; how many there were, and whether the stage
+        became the dataset's table (then the table holds exactly the staged rows)."""
         table = await self.ensure_table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
@@ -134,7 +142,7 @@ class RowStore:
             if (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None:
                 await connection.run_sync(lambda c: table.drop(c))
                 await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
-                return int(count)
+                return Published(int(count), renamed=True)
             # The rows of an attempt that published before its worker died are not published twice.
             await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
             layout = await connection.run_sync(lambda c: [col["name"] for col in sa.inspect(c).get_columns(table.name)])
@@ -145,7 +153,7 @@ class RowStore:
                 columns = [c.name for c in staged.columns]
                 await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
             await connection.run_sync(lambda c: staged.drop(c))
-        return int(count)
+        return Published(int(count), renamed=False)
 
     async def published_after(
         self, dataset: Dataset, ingestion_id: str, fields: Sequence[str], after: str, limit: int

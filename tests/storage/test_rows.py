@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datawell.storage.rows import RowStore
+from datawell.storage.rows import Published, RowStore
 from datawell.storage.tables import Dataset
 
 
@@ -32,7 +32,7 @@ async def test_staged_rows_are_invisible_until_published(rows: RowStore) -> None
         ds, "11111111-1111-1111-1111-111111111111", [{"order_id": 1, "total": 2.5, "paid": True}] * 3, "a.csv"
     )
     assert await rows.count(ds) == 0
-    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111") == 3
+    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111") == Published(3, renamed=True)
     assert await rows.count(ds) == 3
 
 
@@ -42,7 +42,7 @@ async def test_restaging_drops_what_a_dead_worker_left(rows: RowStore) -> None:
     await rows.write(ds, ingestion, [{"order_id": 1}] * 5, "a.csv")
     await rows.stage(ds, ingestion)
     await rows.write(ds, ingestion, [{"order_id": 1}] * 2, "a.csv")
-    assert await rows.publish(ds, ingestion) == 2
+    assert (await rows.publish(ds, ingestion)).rows == 2
     assert await rows.count(ds) == 2
 
 
@@ -75,7 +75,7 @@ async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore,
             batch = [{"order_id": start + part * 10 + i, "total": i / 2, "paid": i % 2 == 0} for i in range(10)]
             await writer.append(arrow_rows(batch, ds.field_types), f"{ingestion}.csv")
         await writer.close()
-        assert await rows.publish(ds, ingestion) == 20
+        assert (await rows.publish(ds, ingestion)).rows == 20
     read = await rows.published_after(ds, second, ["order_id", "paid"], "", 100)
     assert [values for _, values in read] == [(100 + i, i % 2 == 0) for i in range(20)]
     assert all(uuid.UUID(row_id).version == 7 for row_id, _ in read)
