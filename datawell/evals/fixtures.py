@@ -169,7 +169,7 @@ async def _load_one(services: Services, store: FixtureStore, fixture: Fixture, *
         ref = store.datasets[f"{fixture.name}/{name}"]
         ingestion = str(uuid.uuid4())
         await services.rows.stage(ref.record, ingestion)
-        await services.rows.write(ref.record, ingestion, fixture.rows(name), source=spec.file)
+        await services.rows.write(ref.record, ingestion, fixture.rows(name))
         if spec.embed:
             staged = await services.rows.staged_ids(ref.record, ingestion)
             texts = [embedding_text(row, spec.embed) for _, row in staged]
@@ -179,7 +179,7 @@ async def _load_one(services: Services, store: FixtureStore, fixture: Fixture, *
                 for (row_id, _), vector, text in zip(staged, vectors, texts, strict=True)
             ]
             await services.vectors.upsert(ROWS, ref.record.id, points)
-        await services.rows.publish(ref.record, ingestion)
+        await services.rows.publish(ref.record, ingestion, source=spec.file)
     if activate_links and fixture.links:
         async with services.db.session() as session:
             for link in fixture.links:

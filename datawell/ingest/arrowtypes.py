@@ -91,24 +91,27 @@ def _fits_nothing(values: pa.Array) -> bool:
     return not _all(pc.or_(pc.or_(real, word), date))
 
 
-def infer_text_array(values: pa.Array) -> str | None:
+def infer_text_array(values: pa.Array) -> tuple[str | None, pa.Array | None]:
     """The type of a batch of text values when Arrow settles it; `text` as soon as one value
-    fits nothing else; None for no value at all or when the Python rules must decide.
+    fits nothing else; None for no value at all or when the Python rules must decide. With
+    it, the values converted to that type (what `coerce_text_array` gives) when finding the
+    type converted them anyway, so a batch typed as it was inferred is not converted twice.
 
     Every check holds for all values or fails, so each is tried on the batch's first values
     before the whole batch: most columns are settled by their first few values at the cost
     of one pass over the batch."""
     stripped, present = _present(values)
-    nulled = pc.drop_null(pc.if_else(present, stripped, pa.scalar(None, pa.string())))
-    if len(nulled) == 0:
-        return None
-    head = nulled.slice(0, HEAD_VALUES)
+    nulled = pc.if_else(present, stripped, pa.scalar(None, pa.string()))  # checks skip nulls
+    filled = pc.drop_null(nulled)
+    if len(filled) == 0:
+        return None, None
+    head = filled.slice(0, HEAD_VALUES)
     if _fits_nothing(head):
-        return "text"
+        return "text", None
     for kind, convert in (("integer", _integers), ("real", _reals), ("boolean", _booleans), ("timestamp", _timestamps)):
-        if convert(head) is not None and convert(nulled) is not None:
-            return kind
-    return "text" if _fits_nothing(nulled) else None
+        if convert(head) is not None and (converted := convert(nulled)) is not None:
+            return kind, converted
+    return ("text" if _fits_nothing(filled) else None), None
 
 
 # Arrays of other types than text (Parquet columns, JSON numbers and booleans). Each rule
@@ -154,14 +157,14 @@ def _as_text_array(values: pa.Array) -> pa.Array | None:
     return None
 
 
-def infer_array(values: pa.Array) -> str | None:
+def infer_array(values: pa.Array) -> tuple[str | None, pa.Array | None]:
     """`infer_text_array` for an array of any type."""
     text = _as_text_array(values)
     if text is not None:
         return infer_text_array(text)
     if values.null_count == len(values):
-        return None
-    return _native_kind(values.drop_null())
+        return None, None
+    return _native_kind(values.drop_null()), None
 
 
 def coerce_array(values: pa.Array, field_type: str) -> pa.Array | None:

@@ -151,25 +151,34 @@ def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
     return None
 
 
-def infer_and_spool(batches: Iterator[Positioned], inference: TypeInference, spool: Path) -> Iterator[Positioned]:
+Converted = dict[str, tuple[str, pa.Array]]  # field -> (its inferred type, its values as that type)
+
+
+def infer_and_spool(
+    batches: Iterator[Positioned], inference: TypeInference, spool: Path
+) -> Iterator[tuple[pa.RecordBatch, int, Converted]]:
     """Observe every batch's types and keep the batch in a local Arrow file, so the file is
-    parsed once even when its types must be known before the first row is written."""
+    parsed once even when its types must be known before the first row is written. Each batch
+    comes with the columns that inferring its types converted."""
     writer: ipc.RecordBatchStreamWriter | None = None
     try:
         for batch, position in batches:
             if writer is None:
                 writer = ipc.new_stream(str(spool), batch.schema)
             writer.write_batch(batch)
+            converted: Converted = {}
             for name in batch.schema.names:
                 if inference.types[name] == "text":
                     continue
                 values = batch.column(name)
-                kind = infer_array(values)
+                kind, array = infer_array(values)
                 if kind is None:
                     inference.observe(name, values.to_pylist())
-                else:
-                    inference.settle(name, kind)
-            yield batch, position
+                    continue
+                inference.settle(name, kind)
+                if array is not None:
+                    converted[name] = (kind, array)
+            yield batch, position, converted
     finally:
         if writer is not None:
             writer.close()
@@ -185,15 +194,11 @@ def typed_ahead(batches: Iterator[Positioned], inference: TypeInference, spool: 
     batch is typed (None); the caller rewrites the file from the spool with the final types."""
     guess: dict[str, str] | None = None
     broken = False
-    for batch, position in infer_and_spool(batches, inference, spool):
+    for batch, position, converted in infer_and_spool(batches, inference, spool):
         seen = inference.result()
         guess = guess or seen
         broken = broken or seen != guess  # for good: a type may come back to the guess later
-        if broken:
-            yield None, position, guess
-            continue
-        for typed_batch, _ in typed(iter([(batch, position)]), guess):
-            yield typed_batch, position, guess
+        yield (None if broken else typed_batch(batch, guess, converted)), position, guess
 
 
 def spooled(spool: Path, position: int) -> Iterator[Positioned]:
@@ -207,17 +212,27 @@ def spooled(spool: Path, position: int) -> Iterator[Positioned]:
 def typed(batches: Iterator[Positioned], types: dict[str, str]) -> Iterator[Positioned]:
     """Batches with one column per field, of the field's type (null where no column feeds it)."""
     for batch, position in batches:
-        arrays = []
-        for name, kind in types.items():
-            if name not in batch.schema.names:
-                arrays.append(pa.nulls(batch.num_rows, ARROW_TYPES[kind]))
-                continue
-            values = batch.column(name)
-            coerced = coerce_array(values, kind)
-            if coerced is None:
-                try:
-                    coerced = arrow_column(coerce_column(values.to_pylist(), kind), kind)
-                except Misfit:
-                    raise Fallback from None  # the row path names its line
-            arrays.append(coerced)
-        yield pa.RecordBatch.from_arrays(arrays, names=list(types)), position
+        yield typed_batch(batch, types), position
+
+
+def typed_batch(batch: pa.RecordBatch, types: dict[str, str], converted: Converted | None = None) -> pa.RecordBatch:
+    """`batch` with one column per field, of the field's type; `converted`: columns already
+    converted to a type, used where it is the field's."""
+    arrays = []
+    for name, kind in types.items():
+        if name not in batch.schema.names:
+            arrays.append(pa.nulls(batch.num_rows, ARROW_TYPES[kind]))
+            continue
+        ready = (converted or {}).get(name)
+        if ready is not None and ready[0] == kind:
+            arrays.append(ready[1])
+            continue
+        values = batch.column(name)
+        coerced = coerce_array(values, kind)
+        if coerced is None:
+            try:
+                coerced = arrow_column(coerce_column(values.to_pylist(), kind), kind)
+            except Misfit:
+                raise Fallback from None  # the row path names its line
+        arrays.append(coerced)
+    return pa.RecordBatch.from_arrays(arrays, names=list(types))

@@ -156,7 +156,7 @@ class Ingest:
         await self.services.vectors.delete(ROWS, self.dataset.id, ingestion_id=self.attempt.id)
         written, emptied = await self.write(structured)
         await self.tracker.progress(self.total_bytes, written, "publishing the rows")
-        published = await self.services.rows.publish(self.dataset, self.attempt.id)
+        published = await self.services.rows.publish(self.dataset, self.attempt.id, source=self.attempt.name)
         if published.renamed:  # the table holds exactly the rows written: no pass over it
             # Of the rows as published: a change after that refreshes the hints after this.
             published_at = utcnow()
@@ -291,7 +291,7 @@ class Ingest:
                     await self.services.rows.stage(self.dataset, self.attempt.id, guess)
                     await opening
                     staged_as = guess
-                await writer.append(batch, self.attempt.name)
+                await writer.append(batch)
                 written += batch.num_rows
         finally:
             await asyncio.wait([opening])
@@ -304,7 +304,7 @@ class Ingest:
             # Checked before the write: a worker that lost the attempt never writes into the
             # stage its successor has taken over.
             await self.tracker.progress(min(position, self.total_bytes), written, "writing rows")
-            await writer.append(batch, self.attempt.name)
+            await writer.append(batch)
             written += batch.num_rows
         return written
 

@@ -17,10 +17,12 @@ Arrow kernels, not a Python string per row."""
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,22 +65,17 @@ class Stage:
     """One attempt run's staging table, and what its writer adds to every row."""
 
     table: str
-    ingestion_id: str
     prefix: str  # of the rows' ids (`id_prefix`)
     dialect: str
 
 
-def staged(batch: pa.RecordBatch, stage: Stage, source: str, first: int) -> pa.RecordBatch:
-    """`batch` (one column per field) with the internal columns in front, as the store keeps it;
-    `first`: the attempt run's number of its first row."""
-    count = batch.num_rows
-    internal = [
-        row_ids(stage.prefix, first, count),
-        pa.repeat(stage.ingestion_id, count).cast(pa.string()),
-        pa.repeat(source, count).cast(pa.string()),
-    ]
-    names = ["__id", "__ingestion_id", "__source", *batch.schema.names]
-    return for_backend(pa.RecordBatch.from_arrays([*internal, *batch.columns], names=names), stage.dialect)
+def staged(batch: pa.RecordBatch, stage: Stage, first: int) -> pa.RecordBatch:
+    """`batch` (one column per field) with the rows' ids in front, as the staging table keeps
+    it; `first`: the attempt run's number of its first row. (The ingestion id and source are
+    the same for every row of a stage: publishing adds them as column defaults, stored once.)"""
+    ids = row_ids(stage.prefix, first, batch.num_rows)
+    staged = pa.RecordBatch.from_arrays([ids, *batch.columns], names=["__id", *batch.schema.names])
+    return for_backend(staged, stage.dialect)
 
 
 class SqliteWriter:
@@ -91,8 +88,8 @@ class SqliteWriter:
         # durably; a crash before that starts the attempt from an empty stage).
         self.connection.execute("PRAGMA synchronous=NORMAL")
 
-    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
-        full = staged(batch, self.stage, source, first)
+    def append(self, batch: pa.RecordBatch, first: int) -> None:
+        full = staged(batch, self.stage, first)
         names = ", ".join(f'"{n}"' for n in full.schema.names)
         statement = f'INSERT INTO "{self.stage.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
         self.connection.execute("BEGIN")
@@ -120,11 +117,10 @@ class SqliteProcessWriter:
             stderr=subprocess.PIPE,
         )
 
-    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
+    def append(self, batch: pa.RecordBatch, first: int) -> None:
         assert self.process.stdin is not None
-        stage = self.stage
-        metadata = {"table": stage.table, "ingestion": stage.ingestion_id, "prefix": stage.prefix}
-        schema = batch.schema.with_metadata({**metadata, "source": source, "first": str(first)})
+        metadata = {"table": self.stage.table, "prefix": self.stage.prefix, "first": str(first)}
+        schema = batch.schema.with_metadata(metadata)
         try:
             with ipc.new_stream(self.process.stdin, schema) as stream:
                 stream.write_batch(batch.replace_schema_metadata(schema.metadata))
@@ -157,19 +153,64 @@ class SqliteProcessWriter:
 
 
 class PostgresWriter:
+    """Every batch of a stage goes to the server in one binary COPY: the ADBC driver ingests a
+    stream of batches that a thread of its own reads from a short queue, so the server loads
+    batch k while this process parses and types the next ones (one COPY per batch made each
+    wait for the other, and paid the COPY's start-up twenty times for a million rows)."""
+
+    QUEUED = 2  # batches waiting for the COPY: bounds memory, keeps the server busy
+
     def __init__(self, uri: str, stage: Stage) -> None:
         import adbc_driver_postgresql.dbapi as postgresql
 
         self.stage = stage
         self.connection: Any = postgresql.connect(uri)
+        self.queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED)
+        self.copying: threading.Thread | None = None
+        self.failure: BaseException | None = None
 
-    def append(self, batch: pa.RecordBatch, source: str, first: int) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.adbc_ingest(self.stage.table, staged(batch, self.stage, source, first), mode="append")
-        self.connection.commit()
+    def append(self, batch: pa.RecordBatch, first: int) -> None:
+        full = staged(batch, self.stage, first)
+        if self.copying is None:
+            self.copying = threading.Thread(target=self._copy, args=(full.schema,), daemon=True)
+            self.copying.start()
+        while self.copying.is_alive():
+            try:
+                self.queue.put(full, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        raise RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}")
+
+    def _copy(self, schema: pa.Schema) -> None:
+        def batches() -> Iterator[pa.RecordBatch]:
+            while (batch := self.queue.get()) is not None:
+                yield batch
+
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.adbc_ingest(
+                    self.stage.table, pa.RecordBatchReader.from_batches(schema, batches()), mode="append"
+                )
+            self.connection.commit()
+        except BaseException as exc:  # reported by the next append, or by close
+            self.failure = exc
 
     def close(self) -> None:
-        self.connection.close()
+        """End the COPY and wait until the server has committed every batch sent."""
+        try:
+            if self.copying is not None:
+                while self.copying.is_alive():
+                    try:
+                        self.queue.put(None, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                self.copying.join()
+        finally:
+            self.connection.close()
+        if self.failure is not None:
+            raise RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}") from self.failure
 
 
 Writer = SqliteWriter | SqliteProcessWriter | PostgresWriter

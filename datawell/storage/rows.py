@@ -1,11 +1,17 @@
-"""Dataset rows: one real SQL table per dataset (columns = the schema's fields plus
-`__id`, `__ingestion_id`, `__source`).
+"""Dataset rows: one real SQL table per dataset (columns = `__id`, the schema's fields,
+`__ingestion_id`, `__source`; tables made before issue 19 have the internal columns first).
 
 An ingestion writes into its own staging table; `publish` makes the rows visible in one
 transaction: the staging table is renamed to the dataset's table when that has no rows
 yet (no row is copied), else its rows are appended and it is dropped. So a failed or
 killed attempt leaves nothing visible, and taking an attempt again starts from an empty
 stage.
+
+A staging table holds `__id` and the fields only. `__ingestion_id` and `__source` are the
+same for all of its rows, so publishing adds them as columns whose default is that value:
+SQLite and PostgreSQL keep such a default once, in the schema, for every row written before
+the column was added, so the rows' bytes are written once, without them (a third of each
+row's bytes in the bench's file). Every insert into a dataset's table names both values.
 
 `__id` is a time-ordered UUID unique by construction (`storage.bulk`); tables carry no
 index on it, so bulk writes only append to the table itself."""
@@ -21,6 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
+from alembic.migration import MigrationContext
+from alembic.operations import Operations
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from datawell.storage.bulk import Stage, Writer, as_tuples, id_prefix, open_writer, row_ids, staged
@@ -28,7 +36,6 @@ from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
 FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
-INTERNAL_COLUMNS = ("__id", "__ingestion_id", "__source")
 ARROW_TYPES: dict[str, pa.DataType] = {
     "integer": pa.int64(),
     "real": pa.float64(),
@@ -58,15 +65,47 @@ def dataset_columns(dataset: Dataset) -> dict[str, str]:
     return {name: dataset.field_types.get(name, "text") for name in dataset.schema_definition}
 
 
-def table_for(name: str, columns: Mapping[str, str], metadata: sa.MetaData | None = None) -> sa.Table:
+def stage_table(name: str, columns: Mapping[str, str], metadata: sa.MetaData | None = None) -> sa.Table:
+    """A staging table: the rows' ids and the fields."""
     return sa.Table(
         name,
         metadata or sa.MetaData(),
         sa.Column("__id", sa.String(36)),  # unique by construction; no index to maintain
-        sa.Column("__ingestion_id", sa.String(36), index=False),
-        sa.Column("__source", sa.Text()),
         *(sa.Column(field, column_type(kind)) for field, kind in columns.items()),
     )
+
+
+def table_for(name: str, columns: Mapping[str, str], metadata: sa.MetaData | None = None) -> sa.Table:
+    """A dataset's table: a staging table's columns, then the ingestion and file of each row."""
+    table = stage_table(name, columns, metadata)
+    for column in _origin_columns():
+        table.append_column(column)
+    return table
+
+
+def _origin_columns(ingestion_id: str | None = None, source: str | None = None) -> list[sa.Column[Any]]:
+    """`__ingestion_id` and `__source`, with these values as their defaults when given."""
+    return [
+        sa.Column("__ingestion_id", sa.String(36), server_default=ingestion_id),
+        sa.Column("__source", sa.Text(), server_default=source),
+    ]
+
+
+def _add_origin(connection: sa.Connection, stage: str, ingestion_id: str, source: str) -> None:
+    """Give every row of `stage` its ingestion and file, as column defaults (no row rewritten)."""
+    operations = Operations(MigrationContext.configure(connection))
+    for column in _origin_columns(ingestion_id, source):
+        operations.add_column(stage, column)
+
+
+def _drop_origin_defaults(connection: sa.Connection, table: str) -> None:
+    """A published table's rows keep their values; later inserts must name theirs. SQLite
+    cannot drop a default (its rows written before the column rely on it): there, every
+    insert names both values."""
+    if connection.dialect.name == "postgresql":
+        operations = Operations(MigrationContext.configure(connection))
+        for column in _origin_columns():
+            operations.alter_column(table, column.name, server_default=None)
 
 
 @dataclass(frozen=True)
@@ -103,7 +142,7 @@ class RowStore:
     async def stage(self, dataset: Dataset, ingestion_id: str, types: Mapping[str, str] | None = None) -> None:
         """A fresh, empty staging table for this ingestion (dropping any left by a dead worker),
         with the dataset's column types or `types`."""
-        staged = table_for(staging_name(ingestion_id), types or dataset_columns(dataset))
+        staged = stage_table(staging_name(ingestion_id), types or dataset_columns(dataset))
         async with self.engine.begin() as connection:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
             await connection.run_sync(lambda c: staged.create(c))
@@ -111,23 +150,22 @@ class RowStore:
     def writer(self, ingestion_id: str, *, large: bool = False) -> StageWriter:
         """A bulk writer into the ingestion's staging table; close it when done. `large`:
         many rows will come, worth a writer with a start-up cost."""
-        return StageWriter(self, staging_name(ingestion_id), ingestion_id, large)
+        return StageWriter(self, staging_name(ingestion_id), large)
 
-    async def write(
-        self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]], source: str
-    ) -> list[str]:
+    async def write(self, dataset: Dataset, ingestion_id: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         """Append a batch of rows (field name -> value, already of the fields' types) to the
         ingestion's staging table; returns the rows' `__id`s in order."""
         writer = self.writer(ingestion_id)
         try:
-            await writer.append(arrow_rows(rows, dataset_columns(dataset)), source)
+            await writer.append(arrow_rows(rows, dataset_columns(dataset)))
         finally:
             await writer.close()
         return row_ids(writer.stage.prefix, 0, len(rows)).to_pylist()
 
-    async def publish(self, dataset: Dataset, ingestion_id: str) -> Published:
-        """Make the staged rows visible, atomically; how many there were, and whether the stage
-        became the dataset's table (then the table holds exactly the staged rows)."""
+    async def publish(self, dataset: Dataset, ingestion_id: str, *, source: str) -> Published:
+        """Make the staged rows visible, atomically, as rows of `source` (the file's name); how
+        many there were, and whether the stage became the dataset's table (then the table
+        holds exactly the staged rows)."""
         table = await self.ensure_table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
@@ -139,19 +177,16 @@ class RowStore:
             elif self.dialect == "postgresql":
                 await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
             count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
+            await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
             if (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None:
                 await connection.run_sync(lambda c: table.drop(c))
                 await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
+                await connection.run_sync(_drop_origin_defaults, table.name)
                 return Published(int(count), renamed=True)
             # The rows of an attempt that published before its worker died are not published twice.
             await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
-            layout = await connection.run_sync(lambda c: [col["name"] for col in sa.inspect(c).get_columns(table.name)])
-            if layout == [c.name for c in staged.columns]:
-                # Same columns in the same order: SQLite copies whole records without decoding them.
-                await connection.exec_driver_sql(f'INSERT INTO "{table.name}" SELECT * FROM "{staged.name}"')
-            else:
-                columns = [c.name for c in staged.columns]
-                await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
+            columns = [c.name for c in staged.columns]
+            await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
             await connection.run_sync(lambda c: staged.drop(c))
         return Published(int(count), renamed=False)
 
@@ -172,13 +207,13 @@ class RowStore:
 
     async def staged_ids(self, dataset: Dataset, ingestion_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(__id, row) of every staged row, for embedding before publication."""
-        staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
+        staged = stage_table(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.connect() as connection:
             result = await connection.execute(sa.select(staged))
             return [(row["__id"], dict(row)) for row in result.mappings()]
 
     async def discard(self, dataset: Dataset, ingestion_id: str) -> None:
-        staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
+        staged = stage_table(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
             await connection.run_sync(lambda c: staged.drop(c, checkfirst=True))
 
@@ -215,17 +250,17 @@ class RowStore:
 
 class StageWriter:
     """Appends Arrow batches of typed field values to one staging table; the bulk writer gives
-    each row its `__id`, `__ingestion_id` and `__source` (`bulk.staged`)."""
+    each row its `__id` (`bulk.staged`)."""
 
-    def __init__(self, store: RowStore, table: str, ingestion_id: str, large: bool) -> None:
+    def __init__(self, store: RowStore, table: str, large: bool) -> None:
         self.large = large
         self.store = store
-        self.stage = Stage(table, ingestion_id, id_prefix(), store.dialect)
+        self.stage = Stage(table, id_prefix(), store.dialect)
         self.written = 0
         self.bulk: Writer | None = None
         self.opened = False
 
-    async def append(self, batch: pa.RecordBatch, source: str) -> None:
+    async def append(self, batch: pa.RecordBatch) -> None:
         """Write `batch` (one column per field, of the field's Arrow type)."""
         first, count = self.written, batch.num_rows
         self.written += count
@@ -233,9 +268,9 @@ class StageWriter:
             return
         await self.open()
         if self.bulk is not None:
-            await asyncio.to_thread(self.bulk.append, batch, source, first)
+            await asyncio.to_thread(self.bulk.append, batch, first)
             return
-        full = staged(batch, self.stage, source, first)
+        full = staged(batch, self.stage, first)
         names = ", ".join(f'"{n}"' for n in full.schema.names)
         statement = f'INSERT INTO "{self.stage.table}" ({names}) VALUES ({", ".join("?" * full.num_columns)})'
         async with self.store.engine.begin() as connection:

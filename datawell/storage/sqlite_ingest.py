@@ -3,8 +3,8 @@
 The driver bundles its own copy of SQLite; two copies in one process break each other's
 file locks, so it runs here, in a process of its own, fed by `bulk.SqliteProcessWriter`:
 each batch of field values arrives on stdin as one Arrow IPC stream whose schema metadata
-names the staging table and what `bulk.staged` needs to add the internal columns (ids and
-all, made here: off the parent's core); it is acknowledged with a line on stdout once
+names the staging table and what `bulk.staged` needs to add the rows' ids (made here: off
+the parent's core); it is acknowledged with a line on stdout once
 committed.
 
     python -m datawell.storage.sqlite_ingest /path/to/rows.db"""
@@ -33,8 +33,8 @@ def main(path: str) -> None:
     while source.peek(1):
         reader = ipc.open_stream(source)
         meta = {key.decode(): value.decode() for key, value in (reader.schema.metadata or {}).items()}
-        stage = Stage(meta["table"], meta["ingestion"], meta["prefix"], "sqlite")
-        batches = [staged(batch, stage, meta["source"], int(meta["first"])) for batch in reader]
+        stage = Stage(meta["table"], meta["prefix"], "sqlite")
+        batches = [staged(batch, stage, int(meta["first"])) for batch in reader]
         data = pa.Table.from_batches(batches)
         with connection.cursor() as cursor:
             cursor.execute("BEGIN")

@@ -219,6 +219,6 @@ async def load(services: Services, owner: str, namespace: str = "shop", only: li
     for name, dataset in created.items():
         ingestion = f"00000000-0000-4000-8000-{abs(hash(name)) % 10**12:012d}"
         await services.rows.stage(dataset.record, ingestion)
-        await services.rows.write(dataset.record, ingestion, data[name], f"{name}.csv")
-        await services.rows.publish(dataset.record, ingestion)
+        await services.rows.write(dataset.record, ingestion, data[name])
+        await services.rows.publish(dataset.record, ingestion, source=f"{name}.csv")
     return Shop(ref, created)

@@ -92,8 +92,8 @@ async def load_more(services: Services, namespace: Any) -> None:
         dataset = await find_dataset(session, namespace, "companies")
     assert dataset is not None
     await services.rows.stage(dataset.record, "more")
-    await services.rows.write(dataset.record, "more", [company(99)], "more.csv")
-    await services.rows.publish(dataset.record, "more")
+    await services.rows.write(dataset.record, "more", [company(99)])
+    await services.rows.publish(dataset.record, "more", source="more.csv")
 
 
 async def test_a_refresh_that_began_earlier_never_overwrites_a_later_one(services: Services) -> None:
@@ -180,9 +180,9 @@ async def test_hints_from_the_batches_are_those_of_the_published_table(
     for start, end in [(0, 3), (3, 11), (11, 12), (12, count)][: 4 if count else 0]:
         batch = arrow_rows([edge(i) for i in range(start, end)], EDGES)
         observed.observe(batch)
-        await writer.append(batch, "edges.csv")
+        await writer.append(batch)
     await writer.close()
-    assert (await rows_store.publish(ds, "edges")).renamed
+    assert (await rows_store.publish(ds, "edges", source="edges.csv")).renamed
     found = await hints.observed(rows_store, ds, observed)
     assert found == await hints.compute(rows_store, ds)
     assert found is not None and found.rows == count

@@ -28,33 +28,31 @@ def dataset() -> Dataset:
 async def test_staged_rows_are_invisible_until_published(rows: RowStore) -> None:
     ds = dataset()
     await rows.stage(ds, "11111111-1111-1111-1111-111111111111")
-    await rows.write(
-        ds, "11111111-1111-1111-1111-111111111111", [{"order_id": 1, "total": 2.5, "paid": True}] * 3, "a.csv"
-    )
+    await rows.write(ds, "11111111-1111-1111-1111-111111111111", [{"order_id": 1, "total": 2.5, "paid": True}] * 3)
     assert await rows.count(ds) == 0
-    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111") == Published(3, renamed=True)
+    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111", source="a.csv") == Published(3, renamed=True)
     assert await rows.count(ds) == 3
 
 
 async def test_restaging_drops_what_a_dead_worker_left(rows: RowStore) -> None:
     ds, ingestion = dataset(), "22222222-2222-2222-2222-222222222222"
     await rows.stage(ds, ingestion)
-    await rows.write(ds, ingestion, [{"order_id": 1}] * 5, "a.csv")
+    await rows.write(ds, ingestion, [{"order_id": 1}] * 5)
     await rows.stage(ds, ingestion)
-    await rows.write(ds, ingestion, [{"order_id": 1}] * 2, "a.csv")
-    assert (await rows.publish(ds, ingestion)).rows == 2
+    await rows.write(ds, ingestion, [{"order_id": 1}] * 2)
+    assert (await rows.publish(ds, ingestion, source="a.csv")).rows == 2
     assert await rows.count(ds) == 2
 
 
 async def test_discard_and_clear(rows: RowStore) -> None:
     ds = dataset()
     await rows.stage(ds, "33333333-3333-3333-3333-333333333333")
-    await rows.write(ds, "33333333-3333-3333-3333-333333333333", [{"order_id": 1}], "a.csv")
+    await rows.write(ds, "33333333-3333-3333-3333-333333333333", [{"order_id": 1}])
     await rows.discard(ds, "33333333-3333-3333-3333-333333333333")
     assert await rows.count(ds) == 0
     await rows.stage(ds, "44444444-4444-4444-4444-444444444444")
-    await rows.write(ds, "44444444-4444-4444-4444-444444444444", [{"order_id": 1}] * 4, "a.csv")
-    await rows.publish(ds, "44444444-4444-4444-4444-444444444444")
+    await rows.write(ds, "44444444-4444-4444-4444-444444444444", [{"order_id": 1}] * 4)
+    await rows.publish(ds, "44444444-4444-4444-4444-444444444444", source="a.csv")
     assert await rows.clear(ds) == 4
     assert await rows.count(ds) == 0
 
@@ -62,8 +60,11 @@ async def test_discard_and_clear(rows: RowStore) -> None:
 @pytest.mark.parametrize("large", [False, True])
 async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore, large: bool) -> None:
     """Both SQLite writers (in process; ADBC in a child process) and PostgreSQL's COPY give the
-    same rows, ids ascending in the order written; a second publish appends."""
+    same rows, ids ascending in the order written; a second publish appends. Each row carries
+    its own attempt's ingestion id and file, published by rename (the first) or appended."""
     import uuid
+
+    import sqlalchemy as sa
 
     from datawell.storage.rows import arrow_rows
 
@@ -73,10 +74,18 @@ async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore,
         writer = rows.writer(ingestion, large=large)
         for part in range(2):
             batch = [{"order_id": start + part * 10 + i, "total": i / 2, "paid": i % 2 == 0} for i in range(10)]
-            await writer.append(arrow_rows(batch, ds.field_types), f"{ingestion}.csv")
+            await writer.append(arrow_rows(batch, ds.field_types))
         await writer.close()
-        assert (await rows.publish(ds, ingestion)).rows == 20
+        published = await rows.publish(ds, ingestion, source=f"{start}'s orders.csv")
+        assert published == Published(20, renamed=ingestion == first)
     read = await rows.published_after(ds, second, ["order_id", "paid"], "", 100)
     assert [values for _, values in read] == [(100 + i, i % 2 == 0) for i in range(20)]
+    table = rows.table(ds)
+    query = sa.select(table.c["__ingestion_id"], table.c["__source"], sa.func.count()).group_by(
+        table.c["__ingestion_id"], table.c["__source"]
+    )
+    async with rows.engine.connect() as connection:
+        origins = set((await connection.execute(query)).tuples())
+    assert origins == {(first, "0's orders.csv", 20), (second, "100's orders.csv", 20)}
     assert all(uuid.UUID(row_id).version == 7 for row_id, _ in read)
     assert await rows.count(ds) == 40

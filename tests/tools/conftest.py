@@ -44,13 +44,13 @@ async def load(services: Services, namespace: NamespaceRef, creator: User, name:
         dataset.field_types = types
     ingestion = str(uuid.uuid4())
     await services.rows.stage(dataset, ingestion)
-    await services.rows.write(dataset, ingestion, rows, "upload.csv")
+    await services.rows.write(dataset, ingestion, rows)
     staged = await services.rows.staged_ids(dataset, ingestion)
     if embed:
         vectors = await services.embedder.embed([row[embed] for _, row in staged])
         points = [Point(row_id, vector, {}) for (row_id, _), vector in zip(staged, vectors, strict=True)]
         await services.vectors.upsert(ROWS, dataset.id, points)
-    await services.rows.publish(dataset, ingestion)
+    await services.rows.publish(dataset, ingestion, source="upload.csv")
 
 
 @pytest.fixture
