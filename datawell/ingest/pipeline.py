@@ -21,8 +21,9 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest.columnar import Ahead, Columnar, Fallback, Positioned, columnar, spooled, typed, typed_ahead
@@ -39,7 +40,7 @@ from datawell.services import Services
 from datawell.storage import hints
 from datawell.storage.datasets import settle_field_types
 from datawell.storage.rows import StageWriter, dataset_columns
-from datawell.storage.tables import Dataset, Ingestion
+from datawell.storage.tables import Dataset, Ingestion, utcnow
 from datawell.storage.vectors import ROWS
 
 SAMPLE_ROWS = 5  # rows shown to the model for the column mapping
@@ -52,6 +53,7 @@ EMBEDDING_FAILED = (
 PROGRESS_KEYS = ("published", "rowEmbeddings")
 
 log = logging.getLogger(__name__)
+B = TypeVar("B", Positioned, Ahead)  # what a write reads: a typed batch (None: none) first
 
 
 class AttemptStopped(Exception):
@@ -103,6 +105,10 @@ class Ingest:
         self.total_bytes = attempt.expected_total_bytes
         self.file_limits = FileLimits.of(settings)
         self.mapping: dict[str, Any] = dict(attempt.mapping or {})
+        # What the batches of the current write tell of the rows (restarted with each write),
+        # and the hints they give when the published table holds exactly those rows.
+        self.observed = hints.BatchHints(services.rows.dialect)
+        self.fresh_hints: tuple[hints.TableHints, datetime] | None = None
 
     async def run(self) -> Outcome:
         published = self.mapping.get("published")
@@ -111,8 +117,10 @@ class Ingest:
             await self.record(published={"rows": outcome.rows, "message": outcome.message})
         else:  # published before its last worker died: only the vectors may be missing
             outcome = Outcome(int(published["rows"]), str(published["message"]))
-        # Again on a takeover: the worker that published may have died before this.
-        await hints.refresh(self.services.db, self.services.rows, self.dataset)
+        if self.fresh_hints is not None:
+            await hints.store(self.services.db, self.dataset, *self.fresh_hints)
+        else:  # appended, or again on a takeover: the worker that published may have died before this
+            await hints.refresh(self.services.db, self.services.rows, self.dataset)
         if self.embed:
             embedding = RowEmbedding(self.services, self.dataset, self.attempt.id, self.tracker, self.record)
             try:
@@ -149,11 +157,17 @@ class Ingest:
         written, emptied = await self.write(structured)
         await self.tracker.progress(self.total_bytes, written, "publishing the rows")
         published = await self.services.rows.publish(self.dataset, self.attempt.id, source=self.attempt.name)
-        message = f"ingested {published} {'row' if published == 1 else 'rows'} from {self.attempt.name}: "
+        if published.renamed:  # the table holds exactly the rows written: no pass over it
+            # Of the rows as published: a change after that refreshes the hints after this.
+            published_at = utcnow()
+            found = await hints.observed(self.services.rows, self.dataset, self.observed)
+            self.fresh_hints = None if found is None else (found, published_at)
+        count = published.rows
+        message = f"ingested {count} {'row' if count == 1 else 'rows'} from {self.attempt.name}: "
         message += structured.summary
         if emptied:
             message += f"; {emptied} extracted values did not fit their field's type and were left empty"
-        return Outcome(published, message)
+        return Outcome(count, message)
 
     async def structure_table(self, source: Path, fmt: Format) -> Structured:
         await self.tracker.progress(0, 0, f"reading {fmt} columns and mapping them to the dataset's fields")
@@ -264,7 +278,7 @@ class Ingest:
         opening = asyncio.ensure_future(writer.open())  # while the first batch is parsed
         written, staged_as = 0, None
         try:
-            async for batch, position, guess in pull(batches):
+            async for batch, position, guess in pull(self.observing(batches)):
                 message = INFERRING if batch is None else "writing rows"
                 await self.tracker.progress(min(position, self.total_bytes), max(written, 0), message)
                 if batch is None:
@@ -284,15 +298,21 @@ class Ingest:
             await writer.close()
         return None if written < 0 or staged_as is None else (written, staged_as)
 
-    async def write_batches(self, writer: StageWriter, batches: Any) -> int:
+    async def write_batches(self, writer: StageWriter, batches: Iterator[Positioned]) -> int:
         written = 0
-        async for batch, position in pull(batches):
+        async for batch, position in pull(self.observing(batches)):
             # Checked before the write: a worker that lost the attempt never writes into the
             # stage its successor has taken over.
             await self.tracker.progress(min(position, self.total_bytes), written, "writing rows")
             await writer.append(batch)
             written += batch.num_rows
         return written
+
+    def observing(self, batches: Iterator[B]) -> Iterator[B]:
+        """The batches of a write, observed for the hints afresh: a write starts from an empty
+        stage, so the hints see exactly the batches staged."""
+        self.observed = hints.BatchHints(self.services.rows.dialect)
+        return observe(batches, self.observed)
 
     async def write(self, structured: Structured) -> tuple[int, int]:
         """Stage every row; (rows written, values left empty)."""
@@ -308,7 +328,7 @@ class Ingest:
     async def write_rows(self, structured: Structured, types: dict[str, str]) -> tuple[int, int]:
         emptied = 0
 
-        def batches() -> Any:
+        def batches() -> Iterator[Positioned]:
             nonlocal emptied
             for prepared in prepare(structured.records, types, self.batch_rows, strict=structured.strict):
                 emptied += prepared.emptied
@@ -323,6 +343,15 @@ class Ingest:
 
 
 INFERRING = "reading the file to infer column types (first ingestion of this dataset)"
+
+
+def observe(items: Iterator[B], into: hints.BatchHints) -> Iterator[B]:
+    """The items, each batch observed as it is produced: in the thread that produces it
+    (`pull`), while the batch before it is written."""
+    for item in items:
+        if item[0] is not None:
+            into.observe(item[0])
+        yield item
 
 
 async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, published: bool = False) -> None:

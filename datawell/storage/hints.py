@@ -5,21 +5,27 @@ the form timestamps are kept in, how often a column is empty), and the row count
 They are computed with SQL aggregates over the dataset's row table whenever its rows change
 (`refresh`: after a publish, a clear, a cancelled publish) and stored in `column_hints`, so
 the catalog reads one small record per dataset instead of the rows. Datasets whose rows
-changed before hints existed get theirs on the catalog's first read (`hints_of`)."""
+changed before hints existed get theirs on the catalog's first read (`hints_of`).
+
+A first ingestion, whose stage becomes the dataset's table, needs no pass over the table:
+`BatchHints` gathers the same facts from the batches as they are written, and `observed`
+makes the same hints of them as `compute` would of the table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
 from datawell.storage.db import Database
-from datawell.storage.rows import RowStore, dataset_columns
+from datawell.storage.rows import ARROW_TYPES, RowStore, dataset_columns
 from datawell.storage.tables import Dataset, DatasetHints, utcnow
 
 TEXT_VALUES = 12  # a text column with at most this many distinct values is listed whole
@@ -158,10 +164,155 @@ def _cut(value: str) -> str:
     return value if len(value) <= VALUE_CHARS else value[: VALUE_CHARS - 1] + "…"
 
 
+@dataclass
+class _Facts:
+    """What the batches so far tell of one column."""
+
+    kind: str
+    nulls: int = 0
+    low: Any = None  # integers, reals and timestamps
+    high: Any = None
+    timed: bool = False  # timestamps: one is not at midnight
+    sample: list[pa.Array] = field(default_factory=list)  # text: the first SAMPLE non-null values
+    sampled: int = 0
+    groups: pa.StructArray | None = None  # text: the sample's values and their counts, once complete
+    unseen: int = 0  # text with few values in the sample: later values that are none of them
+
+    def observe(self, column: pa.Array, dialect: str) -> None:
+        self.nulls += column.null_count
+        if self.kind == "text":
+            self._observe_text(column)
+        elif self.kind in ("integer", "real", "timestamp") and column.null_count < len(column):
+            found = pc.min_max(column)
+            low, high = found["min"].as_py(), found["max"].as_py()
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+            self.timed = self.timed or (self.kind == "timestamp" and _timed(column, dialect))
+
+    def _observe_text(self, column: pa.Array) -> None:
+        if self.groups is not None and self.candidates is None:
+            return  # many values in the sample: nothing after it counts
+        values = pc.drop_null(column)
+        if self.groups is None:
+            taken = values.slice(0, SAMPLE - self.sampled)
+            self.sample.append(taken)
+            self.sampled += len(taken)
+            if self.sampled < SAMPLE:
+                return
+            self.grouped_sample()
+            values = values.slice(len(taken))
+        if self.candidates is not None and len(values):
+            self.unseen += len(values) - int(pc.sum(pc.is_in(values, value_set=self.candidates)).as_py())
+
+    def grouped_sample(self) -> pa.StructArray:
+        if self.groups is None:
+            self.groups = pc.value_counts(pa.concat_arrays([pa.array([], pa.string()), *self.sample]))
+            self.sample = []
+        return self.groups
+
+    @property
+    def candidates(self) -> pa.Array | None:
+        """The sample's values when they are few (the column may be a category)."""
+        groups = self.grouped_sample()
+        return groups.field("values") if len(groups) <= TEXT_VALUES else None
+
+
+def _timed(column: pa.Array, dialect: str) -> bool:
+    """Whether a timestamp is not at midnight, as `_time_of_day` tells: SQLite's to the second."""
+    stamps = pc.floor_temporal(column, unit="second") if dialect == "sqlite" else column
+    return bool(pc.any(pc.not_equal(stamps, pc.floor_temporal(column, unit="day"))).as_py())
+
+
+class BatchHints:
+    """Gathers what `compute` finds on a table holding exactly the observed rows in the order
+    observed, from the typed batches an ingestion writes (one column per field, of its
+    `ARROW_TYPES` type), by Arrow kernels as they are written, instead of a pass over the
+    table after. One thread observes."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self.rows = 0
+        self.schema: pa.Schema | None = None
+        self.exact = True  # every batch had the first one's columns, of types the store keeps
+        self.facts: dict[str, _Facts] = {}
+
+    def observe(self, batch: pa.RecordBatch) -> None:
+        if self.schema is None:
+            self.schema = batch.schema
+            self.exact = all(f.type in _KINDS for f in batch.schema)
+            self.facts = {f.name: _Facts(_KINDS.get(f.type, "")) for f in batch.schema}
+        self.exact = self.exact and batch.schema.equals(self.schema)
+        if self.exact:
+            self.rows += batch.num_rows
+            for name, facts in self.facts.items():
+                facts.observe(batch.column(name), self.dialect)
+
+
+_KINDS = {arrow: kind for kind, arrow in ARROW_TYPES.items()}
+
+
+async def observed(rows: RowStore, dataset: Dataset, batches: BatchHints) -> TableHints | None:
+    """What `compute` gives when the dataset's table holds exactly the rows `batches` observed
+    (the stage they were written to became the table), or None when they were not of the
+    dataset's types. A category with a value its sample missed is grouped whole in SQL, as
+    `compute` does; nothing else reads the table."""
+    types = dataset_columns(dataset)
+    expected = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in types.items()])
+    if not batches.exact or (batches.schema is not None and not batches.schema.equals(expected)):
+        return None
+    count, hints = batches.rows, {}
+    async with rows.engine.connect() as connection:
+        for name, kind in types.items():
+            facts = batches.facts.get(name, _Facts(kind))
+            hint = ColumnHint(type=kind, nulls=facts.nulls)
+            if kind in ("integer", "real"):
+                hint.low, hint.high = facts.low, facts.high
+            elif kind == "timestamp" and facts.low is not None:
+                hint.format = DATE_TIME if facts.timed else DATE
+                hint.low, hint.high = _stamp(facts.low, hint.format), _stamp(facts.high, hint.format)
+            if kind == "text" and hint.nulls < count:
+                filled = count - hint.nulls
+                grouped = await _sample_grouped(connection, facts.grouped_sample(), facts.sampled, rows.dialect)
+                if facts.candidates is not None and grouped.total < filled:
+                    whole = replace(grouped, total=filled)
+                    table = rows.table(dataset)
+                    grouped = whole if facts.unseen == 0 else await _group(connection, table.c[name], None)
+                _describe_text(hint, grouped, filled)
+            hints[name] = hint
+    return TableHints(rows=count, columns=hints)
+
+
+async def _sample_grouped(connection: Any, groups: pa.StructArray, total: int, dialect: str) -> _Grouped:
+    """`_group` of a sample grouped by Arrow: its TEXT_VALUES most frequent values, ties in
+    the order the store sorts text in. SQLite compares bytes, as Arrow does; PostgreSQL sorts
+    by the database's collation, so it orders the groups itself."""
+    values, counts = groups.field("values"), groups.field("counts")
+    top: Iterable[tuple[str, int]]
+    if len(groups) <= TEXT_VALUES:
+        top = zip(values.to_pylist(), counts.to_pylist(), strict=True)
+    elif dialect == "postgresql":
+        query = sa.text(
+            "SELECT v, f FROM unnest(CAST(:v AS text[]), CAST(:f AS bigint[])) AS g(v, f) ORDER BY f DESC, v LIMIT :n"
+        )
+        found = await connection.execute(query, {"v": values.to_pylist(), "f": counts.to_pylist(), "n": TEXT_VALUES})
+        top = found.tuples().all()
+    else:
+        order = pc.sort_indices(pa.table({"v": values, "f": counts}), [("f", "descending"), ("v", "ascending")])
+        first = order.slice(0, TEXT_VALUES)
+        top = zip(values.take(first).to_pylist(), counts.take(first).to_pylist(), strict=True)
+    return _Grouped([(value, int(frequency)) for value, frequency in top], len(groups), total)
+
+
 async def refresh(db: Database, rows: RowStore, dataset: Dataset) -> TableHints:
     """Compute the dataset's hints from its rows as they are now and store them."""
     started = utcnow()
     hints = await compute(rows, dataset)
+    await store(db, dataset, hints, started)
+    return hints
+
+
+async def store(db: Database, dataset: Dataset, hints: TableHints, started: datetime) -> None:
+    """Keep `hints`, of the rows as they were at `started`, unless newer ones are kept."""
     insert = (postgresql.insert if db.dialect == "postgresql" else sqlite.insert)(DatasetHints)
     values = insert.values(dataset_id=dataset.id, hints=hints.model_dump(exclude_defaults=True), computed_at=started)
     statement = values.on_conflict_do_update(
@@ -172,7 +323,6 @@ async def refresh(db: Database, rows: RowStore, dataset: Dataset) -> TableHints:
     )
     async with db.session() as session:
         await session.execute(statement)
-    return hints
 
 
 async def hints_of(db: Database, rows: RowStore, datasets: Sequence[Dataset]) -> dict[str, TableHints]:

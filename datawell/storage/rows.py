@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -107,6 +108,12 @@ def _drop_origin_defaults(connection: sa.Connection, table: str) -> None:
             operations.alter_column(table, column.name, server_default=None)
 
 
+@dataclass(frozen=True)
+class Published:
+    rows: int
+    renamed: bool  # the stage became the dataset's table (it had no rows); else appended to it
+
+
 class RowStore:
     """Reads and writes dataset rows in the rows database."""
 
@@ -155,9 +162,10 @@ class RowStore:
             await writer.close()
         return row_ids(writer.stage.prefix, 0, len(rows)).to_pylist()
 
-    async def publish(self, dataset: Dataset, ingestion_id: str, *, source: str) -> int:
-        """Make the staged rows visible, atomically, as rows of `source` (the file's name);
-        returns how many there were."""
+    async def publish(self, dataset: Dataset, ingestion_id: str, *, source: str) -> Published:
+        """Make the staged rows visible, atomically, as rows of `source` (the file's name); how
+        many there were, and whether the stage became the dataset's table (then the table
+        holds exactly the staged rows)."""
         table = await self.ensure_table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
@@ -174,13 +182,13 @@ class RowStore:
                 await connection.run_sync(lambda c: table.drop(c))
                 await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
                 await connection.run_sync(_drop_origin_defaults, table.name)
-                return int(count)
+                return Published(int(count), renamed=True)
             # The rows of an attempt that published before its worker died are not published twice.
             await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
             columns = [c.name for c in staged.columns]
             await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
             await connection.run_sync(lambda c: staged.drop(c))
-        return int(count)
+        return Published(int(count), renamed=False)
 
     async def published_after(
         self, dataset: Dataset, ingestion_id: str, fields: Sequence[str], after: str, limit: int

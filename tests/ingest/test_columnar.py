@@ -80,20 +80,6 @@ async def fields_and_types(services: Services, name: str) -> tuple[list[dict[str
     return rows, (await dataset_ref(services, "alice", name)).record.field_types
 
 
-@pytest.fixture
-def row_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The attempts that took the row path."""
-    taken: list[str] = []
-    write_rows = pipeline.Ingest.write_rows
-
-    async def spy(self: pipeline.Ingest, *args: Any) -> Any:
-        taken.append(self.attempt.id)
-        return await write_rows(self, *args)
-
-    monkeypatch.setattr(pipeline.Ingest, "write_rows", spy)
-    return taken
-
-
 @pytest.mark.parametrize(("filename", "data"), [("r.parquet", PARQUET), ("r.jsonl", JSONL)])
 async def test_same_rows_and_types_as_the_row_path(
     client,

@@ -122,3 +122,67 @@ async def test_large_tables_group_a_sample_yet_find_every_value_of_a_category(
     assert "  country text: one of 'DE', 'FR', 'US'" in lines  # the sample held every value
     assert "  name text: 13+ distinct, e.g. 'Company 00', 'Company 01', 'Company 02'" in lines
     assert "  country text: one of 'DE', 'LU'" in lines
+
+
+EDGES = {"word": "text", "tag": "text", "at": "timestamp", "x": "real", "none": "integer"}
+WORDS = [
+    "é",
+    "z",
+    "Z",
+    "a",
+    "ä",
+    "Ω",
+    "zz",
+    "É",
+    "b",
+    "ß",
+    "A",
+    "aa",
+    "😀",
+    "é ",
+    "e",
+]  # orders that differ by collation
+
+
+def edge(i: int) -> dict[str, Any]:
+    return {
+        "word": WORDS[i % len(WORDS)] if i % 4 else WORDS[i % 3],
+        "tag": "rare" if i == 35 else ["on", "off", None][i % 3],
+        # midnight to the second (SQLite's notion of a date), not to the microsecond (PostgreSQL's)
+        "at": datetime(1969, 12, 31 - i % 3, tzinfo=UTC) + timedelta(microseconds=500 * (i % 2)),
+        "x": None if i % 5 == 0 else -1.5 * i,
+    }
+
+
+@pytest.fixture
+async def rows_store(database_url: str) -> Any:
+    from datawell.storage.rows import RowStore
+
+    store = RowStore(database_url)
+    yield store
+    await store.close()
+
+
+@pytest.mark.parametrize("count", [0, 40])
+async def test_hints_from_the_batches_are_those_of_the_published_table(
+    rows_store: Any, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Batches of uneven sizes, a sample that ends inside a batch followed by a value it did
+    not see, text ordered by the store's collation, dates with fractions of a second."""
+    from datawell.storage.rows import arrow_rows
+    from datawell.storage.tables import Dataset
+
+    monkeypatch.setattr(hints, "SAMPLE", 20)
+    ds = Dataset(id="d1", name="edges", table_name="ds_test_edges", schema_definition=dict.fromkeys(EDGES, ""),
+                 field_types=EDGES)  # fmt: skip
+    await rows_store.stage(ds, "edges")
+    writer, observed = rows_store.writer("edges"), hints.BatchHints(rows_store.dialect)
+    for start, end in [(0, 3), (3, 11), (11, 12), (12, count)][: 4 if count else 0]:
+        batch = arrow_rows([edge(i) for i in range(start, end)], EDGES)
+        observed.observe(batch)
+        await writer.append(batch)
+    await writer.close()
+    assert (await rows_store.publish(ds, "edges", source="edges.csv")).renamed
+    found = await hints.observed(rows_store, ds, observed)
+    assert found == await hints.compute(rows_store, ds)
+    assert found is not None and found.rows == count

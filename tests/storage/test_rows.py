@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datawell.storage.rows import RowStore
+from datawell.storage.rows import Published, RowStore
 from datawell.storage.tables import Dataset
 
 
@@ -30,7 +30,7 @@ async def test_staged_rows_are_invisible_until_published(rows: RowStore) -> None
     await rows.stage(ds, "11111111-1111-1111-1111-111111111111")
     await rows.write(ds, "11111111-1111-1111-1111-111111111111", [{"order_id": 1, "total": 2.5, "paid": True}] * 3)
     assert await rows.count(ds) == 0
-    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111", source="a.csv") == 3
+    assert await rows.publish(ds, "11111111-1111-1111-1111-111111111111", source="a.csv") == Published(3, renamed=True)
     assert await rows.count(ds) == 3
 
 
@@ -40,7 +40,7 @@ async def test_restaging_drops_what_a_dead_worker_left(rows: RowStore) -> None:
     await rows.write(ds, ingestion, [{"order_id": 1}] * 5)
     await rows.stage(ds, ingestion)
     await rows.write(ds, ingestion, [{"order_id": 1}] * 2)
-    assert await rows.publish(ds, ingestion, source="a.csv") == 2
+    assert (await rows.publish(ds, ingestion, source="a.csv")).rows == 2
     assert await rows.count(ds) == 2
 
 
@@ -76,7 +76,8 @@ async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore,
             batch = [{"order_id": start + part * 10 + i, "total": i / 2, "paid": i % 2 == 0} for i in range(10)]
             await writer.append(arrow_rows(batch, ds.field_types))
         await writer.close()
-        assert await rows.publish(ds, ingestion, source=f"{start}'s orders.csv") == 20
+        published = await rows.publish(ds, ingestion, source=f"{start}'s orders.csv")
+        assert published == Published(20, renamed=ingestion == first)
     read = await rows.published_after(ds, second, ["order_id", "paid"], "", 100)
     assert [values for _, values in read] == [(100 + i, i % 2 == 0) for i in range(20)]
     table = rows.table(ds)
