@@ -99,10 +99,10 @@ async def publish(services: Services, dataset: Dataset, rows: Any) -> None:
     for row in rows:
         batch.append(row)
         if len(batch) == 20_000:
-            await services.rows.write(dataset, ingestion, batch, "bench")
+            await services.rows.write(dataset, ingestion, batch)
             batch = []
-    await services.rows.write(dataset, ingestion, batch, "bench")
-    await services.rows.publish(dataset, ingestion)
+    await services.rows.write(dataset, ingestion, batch)
+    await services.rows.publish(dataset, ingestion, source="bench.csv")
 
 
 async def embed_notes(services: Services, dataset: Dataset, count: int) -> None:
