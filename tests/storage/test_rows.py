@@ -115,7 +115,7 @@ async def test_a_table_made_before_lean_stages_takes_appends_by_name(rows: RowSt
     ingestion = "55555555-5555-5555-5555-555555555555"
     await rows.stage(ds, ingestion)
     await rows.write(ds, ingestion, [{"order_id": 2, "total": 2.5, "paid": False}])
-    assert await rows.publish(ds, ingestion, source="new.csv") == 1
+    assert (await rows.publish(ds, ingestion, source="new.csv")).rows == 1
     query = sa.select(old.c["__ingestion_id"], old.c["__source"], old.c["order_id"], old.c["paid"]).order_by("order_id")
     async with rows.engine.connect() as connection:
         found = (await connection.execute(query)).tuples().all()
