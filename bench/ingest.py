@@ -279,7 +279,10 @@ async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres
 
 
 def in_child(target, *args):  # type: ignore[no-untyped-def]
-    """Run `target` in a fresh process (its own peak RSS) and return its result."""
+    """Run `target` in a fresh process (its own peak RSS) and return its result. The files
+    the one before wrote are flushed to disk first: else its write-back would slow the
+    next contender's commits (measured: the script took 5.3 s after Datawell, 3.8 s alone)."""
+    os.sync()
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(target, args)
 

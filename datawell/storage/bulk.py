@@ -26,11 +26,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import adbc_driver_manager as adbc
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
-from sqlalchemy.engine import make_url
 
 COUNTER_DIGITS = 10  # hex digits of the row counter: 40 bits
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
@@ -78,6 +78,23 @@ def staged(batch: pa.RecordBatch, stage: Stage, first: int) -> pa.RecordBatch:
     return for_backend(staged, stage.dialect)
 
 
+def execute(connection: adbc.AdbcConnection, sql: str) -> None:
+    with adbc.AdbcStatement(connection) as statement:
+        statement.set_sql_query(sql)
+        statement.execute_update()
+
+
+def append(connection: adbc.AdbcConnection, table: str, data: Any) -> None:
+    """Append `data` (Arrow: a table, a batch reader) to `table` through an ADBC driver. The
+    driver manager's low-level API, not its DB-API module: that imports pyarrow.dataset and
+    pandas, 0.6 s of start-up on a core the ingestion is parsing with."""
+    with adbc.AdbcStatement(connection) as statement:
+        mode = {adbc.INGEST_OPTION_TARGET_TABLE: table, adbc.INGEST_OPTION_MODE: adbc.INGEST_OPTION_MODE_APPEND}
+        statement.set_options(**mode)
+        statement.bind_stream(data)
+        statement.execute_update()
+
+
 class SqliteWriter:
     def __init__(self, path: str, stage: Stage) -> None:
         import sqlite3
@@ -110,6 +127,7 @@ class SqliteProcessWriter:
     def __init__(self, path: str, stage: Stage) -> None:
         self.stage = stage
         self.unacknowledged = 0
+        self.failure: RuntimeError | None = None  # the child's error, once it has been stopped
         self.process = subprocess.Popen(
             [sys.executable, "-m", "datawell.storage.sqlite_ingest", path],
             stdin=subprocess.PIPE,
@@ -119,6 +137,8 @@ class SqliteProcessWriter:
 
     def append(self, batch: pa.RecordBatch, first: int) -> None:
         assert self.process.stdin is not None
+        if self.failure is not None:
+            raise self.failure
         metadata = {"table": self.stage.table, "prefix": self.stage.prefix, "first": str(first)}
         schema = batch.schema.with_metadata(metadata)
         try:
@@ -126,7 +146,7 @@ class SqliteProcessWriter:
                 stream.write_batch(batch.replace_schema_metadata(schema.metadata))
             self.process.stdin.flush()
         except BrokenPipeError:
-            raise RuntimeError(f"the SQLite writer process failed: {self._errors()}") from None
+            raise self._failed() from None
         self.unacknowledged += 1
         while self.unacknowledged > 1:
             self._acknowledged()
@@ -134,22 +154,27 @@ class SqliteProcessWriter:
     def _acknowledged(self) -> None:
         assert self.process.stdout is not None
         if self.process.stdout.readline() != b"ok\n":
-            raise RuntimeError(f"the SQLite writer process failed: {self._errors()}")
+            raise self._failed()
         self.unacknowledged -= 1
 
-    def _errors(self) -> str:
+    def _failed(self) -> RuntimeError:
+        """Stop the child and keep its error: nothing it was sent will be acknowledged now."""
         self.process.kill()
         _, errors = self.process.communicate()
-        return errors.decode(errors="replace")[-2000:]
+        self.unacknowledged = 0
+        self.failure = RuntimeError(f"the SQLite writer process failed: {errors.decode(errors='replace')[-2000:]}")
+        return self.failure
 
     def close(self) -> None:
-        """Wait until every batch is committed (or kill the process when one failed)."""
+        """Wait until every batch is committed; a failure not reported yet is raised here."""
+        if self.failure is not None:
+            return  # already raised by `append`
         if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
         while self.unacknowledged:
             self._acknowledged()
         if self.process.wait() != 0:
-            raise RuntimeError(f"the SQLite writer process failed: {self._errors()}")
+            raise self._failed()
 
 
 class PostgresWriter:
@@ -161,10 +186,11 @@ class PostgresWriter:
     QUEUED = 2  # batches waiting for the COPY: bounds memory, keeps the server busy
 
     def __init__(self, uri: str, stage: Stage) -> None:
-        import adbc_driver_postgresql.dbapi as postgresql
+        import adbc_driver_postgresql
 
         self.stage = stage
-        self.connection: Any = postgresql.connect(uri)
+        self.database = adbc_driver_postgresql.connect(uri)
+        self.connection = adbc.AdbcConnection(self.database)  # autocommit: the COPY is one transaction
         self.queue: queue.Queue[pa.RecordBatch | None] = queue.Queue(self.QUEUED)
         self.copying: threading.Thread | None = None
         self.failure: BaseException | None = None
@@ -188,11 +214,7 @@ class PostgresWriter:
                 yield batch
 
         try:
-            with self.connection.cursor() as cursor:
-                cursor.adbc_ingest(
-                    self.stage.table, pa.RecordBatchReader.from_batches(schema, batches()), mode="append"
-                )
-            self.connection.commit()
+            append(self.connection, self.stage.table, pa.RecordBatchReader.from_batches(schema, batches()))
         except BaseException as exc:  # reported by the next append, or by close
             self.failure = exc
 
@@ -209,6 +231,7 @@ class PostgresWriter:
                 self.copying.join()
         finally:
             self.connection.close()
+            self.database.close()
         if self.failure is not None:
             raise RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}") from self.failure
 
@@ -219,6 +242,8 @@ Writer = SqliteWriter | SqliteProcessWriter | PostgresWriter
 def open_writer(url: str, stage: Stage, *, large: bool) -> Writer | None:
     """A bulk writer into `stage` in the database SQLAlchemy `url` names, or None when there is
     none for it. `large`: worth starting a process for (SQLite)."""
+    from sqlalchemy.engine import make_url  # here: the SQLite writer process starts without SQLAlchemy
+
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         path = parsed.database

@@ -4,8 +4,7 @@ The driver bundles its own copy of SQLite; two copies in one process break each 
 file locks, so it runs here, in a process of its own, fed by `bulk.SqliteProcessWriter`:
 each batch of field values arrives on stdin as one Arrow IPC stream whose schema metadata
 names the staging table and what `bulk.staged` needs to add the rows' ids (made here: off
-the parent's core); it is acknowledged with a line on stdout once
-committed.
+the parent's core); it is acknowledged with a line on stdout once committed.
 
     python -m datawell.storage.sqlite_ingest /path/to/rows.db"""
 
@@ -15,34 +14,31 @@ import io
 import sys
 from typing import cast
 
-import adbc_driver_sqlite.dbapi as sqlite
+import adbc_driver_manager as adbc
+import adbc_driver_sqlite
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from datawell.storage.bulk import Stage, staged
+from datawell.storage.bulk import Stage, append, execute, staged
 
 
 def main(path: str) -> None:
-    connection = sqlite.connect(path, autocommit=True)  # pragmas cannot change inside a transaction
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout=30000")
+    with adbc_driver_sqlite.connect(path) as database, adbc.AdbcConnection(database) as connection:
+        execute(connection, "PRAGMA busy_timeout=30000")  # autocommit: pragmas cannot change in a transaction
         # A staging table needs no durability before it is published (publishing commits
         # durably; a crash before that starts the attempt from an empty stage).
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    source = cast(io.BufferedReader, sys.stdin.buffer)
-    while source.peek(1):
-        reader = ipc.open_stream(source)
-        meta = {key.decode(): value.decode() for key, value in (reader.schema.metadata or {}).items()}
-        stage = Stage(meta["table"], meta["prefix"], "sqlite")
-        batches = [staged(batch, stage, int(meta["first"])) for batch in reader]
-        data = pa.Table.from_batches(batches)
-        with connection.cursor() as cursor:
-            cursor.execute("BEGIN")
-            cursor.adbc_ingest(stage.table, data, mode="append")
-            cursor.execute("COMMIT")
-        sys.stdout.write("ok\n")
-        sys.stdout.flush()
-    connection.close()
+        execute(connection, "PRAGMA synchronous=NORMAL")
+        source = cast(io.BufferedReader, sys.stdin.buffer)
+        while source.peek(1):
+            reader = ipc.open_stream(source)
+            meta = {key.decode(): value.decode() for key, value in (reader.schema.metadata or {}).items()}
+            stage = Stage(meta["table"], meta["prefix"], "sqlite")
+            data = pa.Table.from_batches([staged(batch, stage, int(meta["first"])) for batch in reader])
+            execute(connection, "BEGIN")
+            append(connection, stage.table, data)
+            execute(connection, "COMMIT")
+            sys.stdout.write("ok\n")
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -120,3 +120,21 @@ async def test_a_table_made_before_lean_stages_takes_appends_by_name(rows: RowSt
     async with rows.engine.connect() as connection:
         found = (await connection.execute(query)).tuples().all()
     assert found == [("before", "old.csv", 1, True), (ingestion, "new.csv", 2, False)]
+
+
+@pytest.mark.parametrize("large", [False, True])
+async def test_a_bulk_write_that_the_database_refuses_fails_the_writer(rows: RowStore, large: bool) -> None:
+    """A batch the database refuses (here: its stage was dropped) fails the write or the close
+    with the database's own words, whichever process or thread did the writing."""
+    from datawell.storage.rows import arrow_rows
+
+    ds, ingestion = dataset(), "66666666-6666-6666-6666-666666666666"
+    await rows.stage(ds, ingestion)
+    await rows.discard(ds, ingestion)
+    writer = rows.writer(ingestion, large=large)
+    with pytest.raises(Exception, match="stg_66666666"):
+        try:
+            for _ in range(3):
+                await writer.append(arrow_rows([{"order_id": 1, "total": 1.0, "paid": True}] * 10, ds.field_types))
+        finally:
+            await writer.close()
