@@ -120,7 +120,7 @@ class SqliteWriter:
 class SqliteProcessWriter:
     """Arrow batches to the ADBC SQLite driver in a child process (`storage.sqlite_ingest`):
     about twice as fast as `executemany`, for the cost of starting the process. The child
-    adds the internal columns (ids and all), and one batch is written there while the next
+    adds the rows' ids, and one batch is written there while the next
     is sent, so the two processes work at once: the acknowledgement of a batch is awaited
     only when the one after it has been sent."""
 
