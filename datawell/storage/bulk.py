@@ -200,13 +200,21 @@ class PostgresWriter:
         if self.copying is None:
             self.copying = threading.Thread(target=self._copy, args=(full.schema,), daemon=True)
             self.copying.start()
-        while self.copying.is_alive():
+        if not self._hand_over(self.copying, full):
+            raise self._failed() from self.failure
+
+    def _hand_over(self, copying: threading.Thread, item: pa.RecordBatch | None) -> bool:
+        """Queue `item` for the COPY (None ends it); False when the COPY has stopped."""
+        while copying.is_alive():
             try:
-                self.queue.put(full, timeout=0.1)
-                return
+                self.queue.put(item, timeout=0.1)
+                return True
             except queue.Full:
                 continue
-        raise RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}")
+        return False
+
+    def _failed(self) -> RuntimeError:
+        return RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}")
 
     def _copy(self, schema: pa.Schema) -> None:
         def batches() -> Iterator[pa.RecordBatch]:
@@ -222,18 +230,13 @@ class PostgresWriter:
         """End the COPY and wait until the server has committed every batch sent."""
         try:
             if self.copying is not None:
-                while self.copying.is_alive():
-                    try:
-                        self.queue.put(None, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                self._hand_over(self.copying, None)
                 self.copying.join()
         finally:
             self.connection.close()
             self.database.close()
         if self.failure is not None:
-            raise RuntimeError(f"the COPY into PostgreSQL failed: {self.failure}") from self.failure
+            raise self._failed() from self.failure
 
 
 Writer = SqliteWriter | SqliteProcessWriter | PostgresWriter
