@@ -141,20 +141,31 @@ async def check(
 
 
 async def _execution_match(assertion: Assertion, case: Case, prediction: Prediction, gold: GoldLookup) -> Outcome:
-    gold_query = str(assertion.value or case.expected.query)
     if prediction.rows is None:
         return _outcome(assertion, False, detail=f"no rows: {_error_text(prediction)}")
-    expected = await gold(gold_query)
-    if expected.rows is None:
-        return _outcome(assertion, False, detail=f"the gold query failed: {expected.error}")
-    ordered = {"strict": True, "ignore": False}.get(assertion.order, metrics.query_orders(gold_query))
-    ok = metrics.results_match(
-        prediction.rows, expected.rows, ordered=ordered, any_column_order=assertion.column_order == "ignore"
-    )
-    detail = (
-        "" if ok else f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
-    )
-    return _outcome(assertion, ok, detail=detail)
+    detail = ""
+    for index, gold_query in enumerate(_gold_and_alternatives(assertion, case)):
+        expected = await gold(gold_query)
+        if expected.rows is None:
+            if index == 0:
+                return _outcome(assertion, False, detail=f"the gold query failed: {expected.error}")
+            continue
+        ordered = {"strict": True, "ignore": False}.get(assertion.order, metrics.query_orders(gold_query))
+        if metrics.results_match(
+            prediction.rows, expected.rows, ordered=ordered, any_column_order=assertion.column_order == "ignore"
+        ):
+            return _outcome(assertion, True, detail="" if index == 0 else f"matches alternative {index}")
+        if index == 0:
+            detail = f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
+    return _outcome(assertion, False, detail=detail)
+
+
+def _gold_and_alternatives(assertion: Assertion, case: Case) -> list[str]:
+    """The gold query, then the case's alternatives (only for the case's own gold: an
+    assertion with a `value` of its own names exactly one query)."""
+    if assertion.value is not None:
+        return [str(assertion.value)]
+    return [str(case.expected.query), *case.expected.alternatives]
 
 
 def _not_refused(prediction: Prediction) -> str:
@@ -274,7 +285,7 @@ def gold_queries(suite: Suite, case: Case) -> list[str]:
     found: list[str] = []
     for assertion in suite.assertions(case):
         if assertion.type == "execution-match":
-            query = str(assertion.value or case.expected.query)
-            if query not in found:
-                found.append(query)
+            for query in _gold_and_alternatives(assertion, case):
+                if query not in found:
+                    found.append(query)
     return found

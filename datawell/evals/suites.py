@@ -112,6 +112,8 @@ class GoldStep(_Strict):
 
 class Expected(_Strict):
     query: str | None = None  # nl2ql: the gold query; assistant: the single step's query
+    # nl2ql: other queries whose rows are as right (sql-eval's `{a, b}`: either column will do)
+    alternatives: list[str] = Field(default_factory=list)
     answer: str | None = None  # assistant: a reference answer (also what the scripted oracle says)
     refuse: bool = False
     steps: list[GoldStep] = Field(default_factory=list)  # assistant: a gold plan
@@ -268,14 +270,15 @@ def _cross_check(suite: Suite) -> list[str]:
 
 
 def resolve_suite_path(name: str | Path) -> Path:
-    """A suite by path, or by the name of a bundled suite (`nl2ql` -> suites/nl2ql.yaml)."""
+    """A suite by path, or by the name of a bundled suite: `nl2ql` -> suites/nl2ql.yaml, or
+    for a suite that keeps its fixtures and provenance in a folder, `dev` -> suites/dev/dev.yaml."""
     path = Path(name)
     if path.is_file():
         return path
-    bundled = SUITES_DIR / f"{name}.yaml"
-    if bundled.is_file():
-        return bundled
-    known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.yaml")))
+    for bundled in (SUITES_DIR / f"{name}.yaml", SUITES_DIR / str(name) / f"{name}.yaml"):
+        if bundled.is_file():
+            return bundled
+    known = ", ".join(p.stem for p in bundled_suites())
     raise SuiteError(f"no suite file {str(name)!r} (bundled suites: {known})")
 
 
@@ -289,4 +292,5 @@ def load_suite(name: str | Path) -> Suite:
 
 
 def bundled_suites() -> list[Path]:
-    return sorted(SUITES_DIR.glob("*.yaml"))
+    folders = (folder / f"{folder.name}.yaml" for folder in SUITES_DIR.iterdir() if folder.is_dir())
+    return sorted([*SUITES_DIR.glob("*.yaml"), *(path for path in folders if path.is_file())], key=lambda p: p.stem)
