@@ -132,6 +132,15 @@ async def check(
         threshold = 1.0 if assertion.threshold is None else assertion.threshold
         detail = f"P={score.precision:.2f} R={score.recall:.2f} ({score.true_positives}/{score.gold} found, {score.predicted} predicted)"
         return _outcome(assertion, prediction.links is not None and score.f1 >= threshold, score.f1, detail)
+    if kind == "fields-match":
+        if prediction.rows is None:
+            return _outcome(assertion, False, 0.0, detail=f"no rows: {_error_text(prediction)}")
+        fields = metrics.field_scores(prediction.rows, case.expected.rows, case.expected.key)
+        threshold = 1.0 if assertion.threshold is None else assertion.threshold
+        detail = f"{fields.right}/{fields.total} fields right" + (
+            f"; {'; '.join(fields.wrong[:5])}" if fields.wrong else ""
+        )
+        return _outcome(assertion, fields.accuracy >= threshold, fields.accuracy, detail)
     if kind == "latency":
         return _outcome(assertion, prediction.latency_ms <= float(value), detail=f"{prediction.latency_ms:.0f} ms")
     if kind == "tokens":
@@ -183,6 +192,8 @@ def _summary_output(prediction: Prediction) -> str:
         return prediction.query or ""
     if prediction.kind == "assistant":
         return prediction.answer or ""
+    if prediction.kind == "extract":
+        return f"{len(prediction.rows or [])} rows; {prediction.answer or ''}"
     return ", ".join(f"{link.origin}→{link.destination}" for link in prediction.links or [])
 
 
@@ -198,6 +209,11 @@ def case_metrics(suite: Suite, outcomes: list[Outcome], prediction: Prediction) 
             found["execution_accuracy"] = outcome.score
         if outcome.type == "refusal":
             found["refusal_accuracy"] = outcome.score
+        if outcome.type == "fields-match":
+            found["field_accuracy"] = outcome.score
+            match = re.match(r"(\d+)/(\d+) fields right", outcome.detail)
+            if match:
+                found["fields_right"], found["fields_total"] = float(match[1]), float(match[2])
         if outcome.type == "links-f1":
             found["f1"] = outcome.score
             match = re.match(r"P=([\d.]+) R=([\d.]+)", outcome.detail)
