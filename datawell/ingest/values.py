@@ -182,13 +182,12 @@ def _field_unit(description: str) -> Any:
     """The unit a description names (`Weight in kilograms`, `Length (cm)`), or None."""
     import pint
 
-    registry = _units()
     for candidate in re.findall(r"\bin ([A-Za-zµ°²³/ ]+?)(?:\s*[(),;.]|$)|\(([^()]+)\)", description):
         text = (candidate[0] or candidate[1]).strip()
         if not text or _CURRENCY_NAMES.get(text.lower()) or len(text) > 30:
             continue
         try:
-            unit = registry.parse_units(text)
+            unit = _units().parse_units(text)
         except (pint.errors.UndefinedUnitError, pint.errors.DefinitionSyntaxError, ValueError, AttributeError):
             continue
         except Exception:  # pint's parser raises assorted errors for prose
@@ -252,11 +251,34 @@ def _numeric_date(value: str, order: str) -> datetime:
         raise Unreadable(f"is not a date ({'day first' if order == 'DMY' else 'month first'})") from None
 
 
+MONTH_LOCALES = ("en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb", "pl", "cs", "fi")
+
+
+@cache
+def month_names() -> frozenset[str]:
+    """Month names and abbreviations in the languages above, lower case, from babel's CLDR data."""
+    from babel.dates import get_month_names
+
+    names = {
+        name.lower().rstrip(".")
+        for locale in MONTH_LOCALES
+        for width in ("wide", "abbreviated")
+        for context in ("format", "stand-alone")
+        for name in get_month_names(width, context, locale).values()
+    }
+    return frozenset(names)
+
+
+def _has_month_name(value: str) -> bool:
+    return any(word.lower() in month_names() for word in re.findall(r"[^\W\d_]+", value))
+
+
 def _named_date(value: str, order: str) -> datetime:
     import dateparser
 
-    if not re.search(r"[0-9]", value) or not re.search(r"[^\W\d_]{3,}", value):
-        raise Unreadable("is not a date")  # a date with a month name has digits and a word
+    # dateparser is slow and generous: only a value with digits and a month name is given to it
+    if not re.search(r"[0-9]", value) or not _has_month_name(value):
+        raise Unreadable("is not a date")
     parsed = dateparser.parse(
         value,
         settings={
@@ -350,7 +372,8 @@ def _candidates(values: Sequence[str], description: str) -> Iterator[Reading]:
         first = "day first" if order == "DMY" else "month first"
         if dated:
             yield Reading("date", f"dates, {first}", partial(_numeric_date, order=order))
-        yield Reading("date", f"dates with month names, {first}", partial(_any_date, order=order))
+        if any(_has_month_name(v) for v in values[:CHECKED]):
+            yield Reading("date", f"dates with month names, {first}", partial(_any_date, order=order))
 
 
 def _percent(value: str, mark: str, scale: float) -> float:
