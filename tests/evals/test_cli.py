@@ -157,6 +157,7 @@ def test_list_shows_bundled_suites() -> None:
         "curator",
         "dev",
         "erp",
+        "extract",
         "nl2ql",
     ]
 
