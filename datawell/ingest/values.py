@@ -478,8 +478,9 @@ class ReadRecords:
             for p in self.problems
         )
         more = f"; and {self.unreadable - len(self.problems)} more" if self.unreadable > len(self.problems) else ""
-        count = f"{self.unreadable} {'value' if self.unreadable == 1 else 'values'}"
-        return f"{count} could not be read as their field's type and were left empty ({shown}{more})"
+        if self.unreadable == 1:
+            return f"1 value could not be read as its field's type and was left empty ({shown})"
+        return f"{self.unreadable} values could not be read as their field's type and were left empty ({shown}{more})"
 
     def _source(self, name: str) -> str:
         column = self.sources.get(name)

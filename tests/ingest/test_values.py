@@ -161,11 +161,13 @@ async def test_a_german_csv_stores_prices_as_numbers_and_dates_as_dates(
         "unit_price_eur": "amounts of money in EUR, decimal comma",
         "order_date": "dates, day first",
     }
-    # The one bad value is counted and named with its line, not kept as text.
+    # The one bad value is counted and named with its line, not kept as text: as the user reads it.
+    response = await client.get(f"/api/v1/ingestionTracking/{ingestion_id}", headers=alice.headers)
+    assert response.status_code == 200, response.text
     assert (
-        "1 value could not be read as their field's type and were left empty "
+        "1 value could not be read as its field's type and was left empty "
         "(line 5: field 'unit_price_eur' (column 'Einzelpreis') 'n/a' is not an amount of money)"
-    ) in done.status_message
+    ) in response.json()["statusMessage"]
 
 
 async def test_a_plain_csv_takes_the_usual_path(client, services: Services, alice: Account) -> None:
