@@ -178,3 +178,30 @@ async def test_a_plain_csv_takes_the_usual_path(client, services: Services, alic
     done = await attempt(services, ingestion_id)
     assert done.status == "SUCCEEDED", done.status_message
     assert "readings" not in done.mapping and "could not be read" not in done.status_message
+
+
+def test_every_unreadable_value_is_counted_and_the_first_five_named() -> None:
+    from collections.abc import Iterator
+
+    from datawell.ingest.records import RecordBatch
+    from datawell.ingest.values import ReadRecords
+
+    prices = [f"{n},99 €" for n in range(1, 21)] + ["?"] * 7
+
+    class Prices:
+        unit = "line"
+        sources = {"price": "Preis"}
+
+        def batches(self, size: int) -> Iterator[RecordBatch]:
+            yield RecordBatch({"price": prices}, list(range(2, 29)), 0)
+
+    reading = decide(list(dict.fromkeys(prices)), "Unit price in euros")  # as plan() gives it: distinct values
+    assert reading is not None
+    read = ReadRecords(Prices(), {"price": reading})
+    [batch] = list(read.batches(100))
+    assert list(batch.columns["price"]) == [n + 0.99 for n in range(1, 21)] + [None] * 7
+    assert read.report() == (
+        "7 values could not be read as their field's type and were left empty ("
+        + "; ".join(f"line {n}: field 'price' (column 'Preis') '?' is not an amount of money" for n in range(22, 27))
+        + "; and 2 more)"
+    )
