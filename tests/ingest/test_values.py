@@ -189,8 +189,9 @@ def test_every_unreadable_value_is_counted_and_the_first_five_named() -> None:
     prices = [f"{n},99 €" for n in range(1, 21)] + ["?"] * 7
 
     class Prices:
-        unit = "line"
-        sources = {"price": "Preis"}
+        def __init__(self) -> None:
+            self.unit = "line"
+            self.sources = {"price": "Preis"}
 
         def batches(self, size: int) -> Iterator[RecordBatch]:
             yield RecordBatch({"price": prices}, list(range(2, 29)), 0)
