@@ -63,6 +63,9 @@ class StepFinished(BaseModel):
 class AnswerDelta(BaseModel):
     type: Literal["answer-delta"] = "answer-delta"
     text: str
+    # The text replaces everything streamed so far: the service corrected an answer whose
+    # numbers disagreed with its rows (graphs/assistant/agreement.py).
+    replace: bool = False
 
 
 class AnswerReady(BaseModel):

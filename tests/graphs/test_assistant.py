@@ -624,10 +624,77 @@ async def test_an_answer_with_a_number_not_in_the_rows_says_so(
 ) -> None:
     totals = "SELECT name, SUM(amount) AS total FROM orders GROUP BY name ORDER BY total DESC LIMIT 1"
     tools.rows[totals] = [{"name": "Ann", "total": 30.5}]
-    chat_model.script += [PlanOutput(query=totals), "Ann spent the most: 45 EUR [1]."]
+    # The answer states 45; the rewrite, told so, states it again: a note is the last resort.
+    chat_model.script += [PlanOutput(query=totals), "Ann spent the most: 45 EUR [1].", "Ann: 45 EUR [1]."]
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who spent the most?"))
 
     answer = answer_of(events)
-    assert answer == "Ann spent the most: 45 EUR [1].\n\nNote: check this answer: 45 is not in the query results."
-    assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
+    assert answer == "Ann: 45 EUR [1].\n\nNote: check this answer: 45 is not in the query results."
+    assert streamed(events) == answer
+    assert "Your answer states 45, which is not in the query results." in chat_model.prompts()[-1]
+
+
+def streamed(events: list[GraphEvent]) -> str:
+    """The answer as a client assembles it from the deltas (a `replace` delta starts over)."""
+    text = ""
+    for delta in of_type(events, AnswerDelta):
+        text = delta.text if delta.replace else text + delta.text
+    return text
+
+
+async def test_a_rewrite_told_of_the_invented_number_is_the_answer(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    totals = "SELECT name, SUM(amount) AS total FROM orders GROUP BY name ORDER BY total DESC LIMIT 1"
+    tools.rows[totals] = [{"name": "Ann", "total": 30.5}]
+    chat_model.script += [PlanOutput(query=totals), "Ann spent the most: 45 EUR [1].", "Ann spent 30.5 EUR [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who spent the most?"))
+
+    assert answer_of(events) == streamed(events) == "Ann spent 30.5 EUR [1]."
+    assert len(chat_model.calls) == 3
+
+
+MARCH = "SELECT COUNT(*) AS orders FROM orders WHERE strftime('%Y-%m', ordered_at) = '2024-03'"
+
+
+async def test_a_one_value_result_is_stated_from_the_value(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: the query counts 0 orders, the model says 1 twice; the user reads 0."""
+    tools.rows[MARCH] = [{"orders": 0}]
+    wrong = "There was 1 order placed in March 2024."
+    chat_model.script += [PlanOutput(query=MARCH), wrong, wrong]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How many orders were placed in March 2024?"))
+
+    answer = answer_of(events)
+    assert answer.startswith("There were no orders (0) placed in March 2024.")
+    assert "the answer stated 1; the query returned 0" in answer
+    assert streamed(events) == answer
+    rewrite = chat_model.prompts()[-1]
+    assert "The query returned exactly one value: 0. The answer must state that value." in rewrite
+
+
+async def test_a_one_value_answer_that_states_the_value_is_kept(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    tools.rows[MARCH] = [{"orders": 0}]
+    chat_model.script += [PlanOutput(query=MARCH), "No orders were placed in March 2024 [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How many orders were placed in March 2024?"))
+
+    assert answer_of(events) == "No orders were placed in March 2024 [1]."
+    assert len(chat_model.calls) == 2  # no rewrite
+
+
+async def test_a_one_value_answer_without_the_value_is_rewritten(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    tools.rows[MARCH] = [{"orders": 7}]
+    chat_model.script += [PlanOutput(query=MARCH), "Several orders [1].", "7 orders were placed [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How many orders were placed in March 2024?"))
+
+    assert answer_of(events) == "7 orders were placed [1]."

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from datawell.errors import ModelError, WebSearchError
 from datawell.graphs import tokens
-from datawell.graphs.assistant.grounding import unsupported_numbers
+from datawell.graphs.assistant.agreement import agree_with_rows
 from datawell.graphs.assistant.prompting import (
     render_background,
     render_history,
@@ -289,11 +289,14 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     text = "".join(parts)
     if not text.strip():
         raise ModelError("the answering model returned an empty answer")
-    invented = unsupported_numbers(text, results, state["question"], history, *(r["instruction"] for r in results))
-    if invented:
-        notes.append(
-            f"check this answer: {', '.join(invented)} {'is' if len(invented) == 1 else 'are'} not in the query results."
-        )
+    used = reported or tokens.used(messages, None, reply_text=text)
+    # --- issue 27: the answer's numbers agree with its rows (graphs/assistant/agreement.py) ---
+    text, extra, rewrite_tokens = await agree_with_rows(
+        text, messages, model, results, state["question"], history, *(r["instruction"] for r in results)
+    )
+    notes.extend(extra)
+    used += rewrite_tokens
+    # --- end issue 27 ---
     if notes:
         # Said by the service, not left to the model, so a stopped run always says so; sent
         # as a delta too, so the deltas add up to the answer.
@@ -301,7 +304,6 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
         emit(AnswerDelta(text=note))
         text += note
     emit(AnswerReady(text=text))
-    used = reported or tokens.used(messages, None, reply_text=text)
     return {"answer": text, "notes": notes, "tokens": spent + used, "turns": [turn_of(state, text)]}
 
 

@@ -1,0 +1,162 @@
+"""Answers that agree with their rows (issue 27).
+
+The answering model may phrase as it likes, but the numbers it states must be the run's:
+1. a number of the answer that is in none of the rows, their counts, their sums, the question
+   or the conversation is named back to the model, which writes the answer again once;
+2. when the run found one value (one data step, one row, one column) and the answer still
+   states another number, the service puts the value in its place: the answer to "how many
+   orders in March?" states the count the query returned, whatever the model wrote;
+3. otherwise the answer keeps the model's words and carries a note naming the numbers (the
+   last resort).
+
+The answer node calls `agree_with_rows` once the model's answer is complete."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from datawell.graphs import tokens
+from datawell.graphs.assistant.grounding import NUMBER, numbers_in, unsupported_numbers
+from datawell.graphs.assistant.state import StepResult
+from datawell.graphs.events import AnswerDelta, emit
+
+# Words that state a zero count: "no orders", "none", "zero", "nothing".
+ZERO_WORDS = re.compile(r"\b(no|none|zero|nothing|nobody|not any)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What is wrong with an answer: the numbers it invented, and whether it misses the one
+    value the run found."""
+
+    invented: list[str]
+    value: Decimal | None  # the run's one value, when it found exactly one
+    misses_value: bool
+
+    @property
+    def agrees(self) -> bool:
+        return not self.invented and not self.misses_value
+
+    def feedback(self) -> str:
+        """The discrepancy named for the one rewrite."""
+        problems = []
+        if self.invented:
+            listed = ", ".join(self.invented)
+            problems.append(
+                f"Your answer states {listed}, which {'is' if len(self.invented) == 1 else 'are'} not in the query results."
+            )
+        if self.value is not None:
+            problems.append(
+                f"The query returned exactly one value: {format_value(self.value)}. The answer must state that value."
+            )
+        return " ".join(problems) + " Write the answer again, stating only numbers the results hold."
+
+
+def one_value(results: list[StepResult]) -> Decimal | None:
+    """The run's single numeric value: one data step that ran, one row, one visible column
+    holding a number (a count, a sum, an average)."""
+    data = [r for r in results if r["kind"] == "data"]
+    if len(data) != 1 or data[0]["error"] or len(data[0]["rows"]) != 1:
+        return None
+    values = [v for k, v in data[0]["rows"][0].items() if not k.startswith("__")]
+    if len(values) != 1 or isinstance(values[0], bool):
+        return None
+    value: Any = values[0]
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if isinstance(value, str):
+        try:
+            return Decimal(value.strip())
+        except InvalidOperation:
+            return None
+    return None
+
+
+def format_value(value: Decimal) -> str:
+    """The value as the answer should write it: 3 not 3.0, 12.5 as is."""
+    if value == value.to_integral_value():
+        return str(value.quantize(Decimal(1)))
+    return format(value.normalize(), "f")
+
+
+def _states(answer: str, value: Decimal) -> bool:
+    """Whether the answer states `value` (rounded as written), or "no ..." for a zero."""
+    for stated in numbers_in(answer):
+        places = max(-stated.as_tuple().exponent, 0)  # type: ignore[operator]
+        if abs(value - stated) < Decimal(1).scaleb(-places):
+            return True
+    return value == 0 and ZERO_WORDS.search(answer) is not None
+
+
+def check(answer: str, results: list[StepResult], *texts: str) -> Verdict:
+    value = one_value(results)
+    if value is None:
+        return Verdict(unsupported_numbers(answer, results, *texts), None, False)
+    # One value: the row count (1) is no support for a stated "1" - only the value and the
+    # question or conversation are.
+    invented = [n for n in unsupported_numbers(answer, [], *texts) if not _states(n, value)]
+    return Verdict(invented, value, not _states(answer, value))
+
+
+def settle(answer: str, verdict: Verdict) -> tuple[str, list[str]]:
+    """The answer the user gets once the rewrite did not agree either: the run's one value
+    put in place of the invented numbers (or said first), else the answer with a note."""
+    if verdict.value is not None:
+        stated = format_value(verdict.value)
+        if len(verdict.invented) == 1:
+            wrong = verdict.invented[0]
+            corrected = NUMBER.sub(lambda m: stated if m.group() == wrong else m.group(), answer)
+            corrected = _zero_phrasing(corrected, stated)
+            return corrected, [f"the answer stated {wrong}; the query returned {stated}, which the answer now states."]
+        return f"The query returned {stated} [1].\n\n{answer}", [
+            f"the answer below did not state the query's result ({stated}); {_invented_note(verdict.invented)}"
+        ]
+    return answer, [f"check this answer: {_invented_note(verdict.invented)}"]
+
+
+def _zero_phrasing(text: str, stated: str) -> str:
+    """ "There was 0 order" reads as "There were no orders (0)"."""
+    if stated != "0":
+        return text
+    return re.sub(r"\b(There|there) (was|is|were|are) 0 (\w+?)s?\b", r"\1 were no \3s (0)", text)
+
+
+def _invented_note(invented: list[str]) -> str:
+    if not invented:
+        return "it states no number from the results."
+    return f"{', '.join(invented)} {'is' if len(invented) == 1 else 'are'} not in the query results."
+
+
+async def agree_with_rows(
+    answer: str,
+    messages: list[BaseMessage],
+    model: BaseChatModel,
+    results: list[StepResult],
+    *texts: str,
+) -> tuple[str, list[str], int]:
+    """The answer the user gets, the notes it carries and the tokens a rewrite spent. A
+    changed answer is streamed again whole (`AnswerDelta(replace=True)`), so what was
+    streamed and the final answer never differ."""
+    verdict = check(answer, results, *texts)
+    if verdict.agrees:
+        return answer, [], 0
+    asked = [*messages, AIMessage(content=answer), HumanMessage(content=verdict.feedback())]
+    reply = await model.ainvoke(asked)
+    spent = tokens.used(asked, reply)
+    rewritten = str(reply.content).strip()
+    notes: list[str] = []
+    if rewritten:
+        again = check(rewritten, results, *texts)
+        if again.agrees:
+            emit(AnswerDelta(text=rewritten, replace=True))
+            return rewritten, notes, spent
+        answer, verdict = rewritten, again
+    settled, notes = settle(answer, verdict)
+    emit(AnswerDelta(text=settled, replace=True))
+    return settled, notes, spent
