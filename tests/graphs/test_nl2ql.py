@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from datawell.errors import Forbidden
@@ -10,6 +12,7 @@ from datawell.llm.models import FixedChatModels, ModelChoice, StageChoices
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, Runs, query_deps
 from datawell.services import Services
+from datawell.storage.hints import ColumnHint
 from tests.conftest import Account
 from tests.graphs.conftest import Shop, user_named
 from tests.graphs.fakes import FakeQueryTools
@@ -185,3 +188,25 @@ async def test_a_namespace_the_caller_cannot_read_is_refused_before_the_run(
     with pytest.raises(Forbidden):
         await ask(services, AskRequest(intruder, shop.namespace, "Names"))
     assert tools.calls == []
+
+
+async def test_a_literal_in_another_case_runs_as_the_stored_value(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: `city = 'oslo'` where the column stores `Oslo` runs as `city = 'Oslo'`."""
+    customers = next(t for t in tools.tables if t.name == "customers")
+    hinted = dataclasses.replace(
+        customers, hints={"city": ColumnHint(type="text", distinct=2, values=["Oslo", "Paris"])}
+    )
+    tools.tables[tools.tables.index(customers)] = hinted
+    chat_model.script.append(QueryDraft(query="SELECT name FROM customers WHERE city = 'oslo'"))
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert events[0] == QueryGenerated(
+        query=OSLO,
+        reasoning="written by the query model; literals matched to the data: customers.city: 'oslo' is stored as 'Oslo'",
+        attempts=1,
+    )
+    assert events[1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])

@@ -25,6 +25,7 @@ from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
 from datawell.tools.examples import Example, VerifiedExamples, render_examples
+from datawell.tools.literals import match_literals
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryTools
 
@@ -47,6 +48,7 @@ class QueryDeps:
     few_shot: int = 3  # the most similar verified examples shown to the query writer
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
+    match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -285,8 +287,14 @@ def data_change(query: str) -> str:
 async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
     query = state["draft"]
+    reasoning = state.get("reasoning", "")
+    # --- issue 27: text literals matched to stored values before the query runs (tools/literals.py) ---
+    matched = await match_literals(deps.tools, context.user, context.namespace, query) if deps.match_literals else None
+    if matched is not None and matched.changes:
+        reasoning = f"{reasoning}; literals matched to the data: {'; '.join(matched.changes)}".lstrip("; ")
+    # --- end issue 27 ---
     try:
-        result = await deps.tools.run(context.user, context.namespace, query)
+        result = await deps.tools.run(context.user, context.namespace, matched.query if matched else query)
     except QueryError as exc:
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
@@ -299,8 +307,8 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         feedback = (
             f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
         )
-        return {"feedback": feedback, "doubted": found}
-    return finish(found, state.get("reasoning", ""), state.get("attempts", 1))
+        return {"feedback": feedback, "doubted": found, "reasoning": reasoning}
+    return finish(found, reasoning, state.get("attempts", 1))
 
 
 # Words of a question that asks for the largest, smallest, first or last items.

@@ -1,0 +1,51 @@
+"""Text literals matched to the values a column stores, before the query runs (issue 27)."""
+
+from __future__ import annotations
+
+import pytest
+
+from datawell.errors import Forbidden
+from datawell.tools.literals import match_literals
+from tests.tools.conftest import World
+
+
+async def matched(world: World, query: str) -> tuple[str, list[str], list[int]]:
+    found = await match_literals(world.query, world.alice, world.sales, query)
+    result = await world.query.run(world.alice, world.sales, found.query)
+    return found.query, found.changes, sorted(r["order_id"] for r in result.rows)
+
+
+async def test_a_literal_in_another_case_becomes_the_stored_value(world: World) -> None:
+    query, changes, ids = await matched(world, "SELECT order_id FROM orders WHERE customer = 'ada'")
+    assert "'Ada'" in query and ids == [1, 4]
+    assert changes == ["orders.customer: 'ada' is stored as 'Ada'"]
+
+
+async def test_a_prefix_of_one_stored_value_becomes_that_value(world: World) -> None:
+    query, changes, ids = await matched(world, "SELECT order_id FROM orders AS o WHERE o.note = 'Garden'")
+    assert "'garden hose'" in query and ids == [4]
+    assert changes == ["orders.note: 'Garden' is stored as 'garden hose'"]
+
+
+async def test_a_literal_several_values_contain_becomes_a_case_insensitive_pattern(world: World) -> None:
+    query, changes, ids = await matched(world, "SELECT order_id FROM orders WHERE note = 'Apple' AND total > 0")
+    assert "LOWER(note) LIKE '%apple%'" in query and ids == [1, 3, 5]
+    assert changes == ["orders.note: 'Apple' matches 3 stored values, compared ignoring case"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT order_id FROM orders WHERE customer = 'Ada'",  # stored as written
+        "SELECT order_id FROM orders WHERE customer = 'Zed'",  # nothing like it: left to the doubt
+        "SELECT order_id FROM orders WHERE order_id = 3",  # not text
+    ],
+)
+async def test_other_filters_are_left_as_written(world: World, query: str) -> None:
+    found = await match_literals(world.query, world.alice, world.sales, query)
+    assert (found.query, found.changes) == (query, [])
+
+
+async def test_the_lookup_runs_as_the_caller(world: World) -> None:
+    with pytest.raises(Forbidden):
+        await match_literals(world.query, world.bob, world.sales, "SELECT order_id FROM orders WHERE note = 'x'")
