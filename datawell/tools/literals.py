@@ -12,7 +12,8 @@ case-insensitively first, then by containment:
 - none match: the query is left as written (its empty result is then doubted as before).
 
 The values come from the column's hints when they list every value (a category), else from a
-bounded `SELECT DISTINCT ... WHERE LOWER(column) LIKE ... LIMIT` run through `QueryTools.run`,
+bounded `SELECT column ... WHERE LOWER(column) LIKE ... GROUP BY column LIMIT` (the distinct
+values, shortest first) run through `QueryTools.run`,
 as the caller and inside the sandbox's limits. A column without hints (no rows yet) is left
 alone. Only comparisons whose column resolves to one catalog table are touched."""
 
@@ -135,8 +136,8 @@ async def _lookup(
     column = _quote(found.column.name)
     pattern = "'%" + literal.lower().replace("'", "''") + "%'"
     query = (
-        f"SELECT DISTINCT {column} AS value FROM {table} WHERE LOWER({column}) LIKE {pattern} "
-        f"ORDER BY LENGTH({column}), {column} LIMIT {LOOKUP_VALUES}"
+        f"SELECT {column} AS value FROM {table} WHERE LOWER({column}) LIKE {pattern} "
+        f"GROUP BY {column} ORDER BY LENGTH({column}), {column} LIMIT {LOOKUP_VALUES}"
     )
     try:
         result = await tools.run(user, namespace, query)
