@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from datawell.errors import QueryError
 from datawell.storage.access import NamespaceRef
+from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import TableInfo
 from datawell.tools.checker import compile_query, parse
 
@@ -121,3 +124,55 @@ def test_refusals_without_a_database(sql: str, code: str) -> None:
         parsed = parse(sql)
         compile_query(parsed, dict.fromkeys(parsed.references, ORDERS), "sqlite", 10)
     assert code in [s.code for s in caught.value.sub_errors]
+
+
+# --- issue 27: date functions only on columns that hold dates (checker/dates.py) ---
+CALENDAR = {"year": "integer", "month": "text", "day": "text", "held": "timestamp", "count": "integer"}
+CALENDAR_HINTS = {
+    "year": ColumnHint(type="integer", low=1998, high=2019),
+    "month": ColumnHint(type="text", distinct=3, values=["January", "March", "May"]),
+    "day": ColumnHint(type="text", distinct=2, values=["2024-03-01", "2024-03-02"]),
+    "held": ColumnHint(type="timestamp", low="2024-01-01", high="2024-12-31", format="YYYY-MM-DD"),
+    "count": ColumnHint(type="integer", low=0, high=40),
+}
+
+
+def calendar_compile(sql: str) -> str:
+    info = dataclasses.replace(ORDERS, name="events", columns=CALENDAR, hints=CALENDAR_HINTS)
+    parsed = parse(sql)
+    return compile_query(parsed, {ref: info for ref in parsed.references}, "sqlite", 100).sql
+
+
+@pytest.mark.parametrize(
+    ("sql", "told"),
+    [
+        (
+            "SELECT COUNT(*) FROM events WHERE strftime('%Y', year) = '2019'",
+            "events.year holds years (integer), not dates: strftime() cannot take it; compare it as stored, "
+            "for example year = 2019",
+        ),
+        (
+            "SELECT COUNT(*) FROM events WHERE EXTRACT(MONTH FROM month) = 3",
+            "events.month holds month names (text), not dates: EXTRACT() cannot take it; compare it as stored, "
+            "for example month = 'January'",
+        ),
+        ("SELECT julianday(count) FROM events", "events.count holds numbers (integer), not dates"),
+    ],
+)
+def test_a_date_function_on_a_column_without_dates_is_refused_with_how_to_compare(sql: str, told: str) -> None:
+    with pytest.raises(QueryError) as caught:
+        calendar_compile(sql)
+    assert [s.code for s in caught.value.sub_errors] == ["not_a_date"]
+    assert caught.value.sub_errors[0].message.startswith(told)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM events WHERE year = 2019 AND month = 'March'",
+        "SELECT strftime('%Y-%m', held) FROM events",
+        "SELECT date(day) FROM events",  # ISO dates kept as text
+    ],
+)
+def test_date_functions_on_dates_and_plain_comparisons_pass(sql: str) -> None:
+    assert calendar_compile(sql)

@@ -77,7 +77,14 @@ ALLOWED_TYPES = frozenset(
     }
 )  # fmt: skip
 # SQLite spellings models often write: accepted, and translated for PostgreSQL.
-SQLITE_FUNCTIONS = {"strftime": (2, "strftime('format', value)"), "julianday": (1, "julianday(value)")}
+SQLITE_FUNCTIONS = {
+    "strftime": (
+        2,
+        "strftime('format', value) with a timestamp column as the value; a column of years or month names "
+        "is compared as stored (year = 2024, month = 'March'), with no date function",
+    ),
+    "julianday": (1, "julianday(value) with a timestamp column as the value"),
+}
 FUNCTION_NAMES = sorted(
     {t.sql_names()[0].lower() for t in _FUNCTIONS if issubclass(t, exp.Func) and t.sql_names()} | {SEMANTIC}
 )

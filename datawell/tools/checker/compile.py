@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from datawell.errors import QueryError
 from datawell.tools.catalog import TableInfo
 from datawell.tools.checker.allowed import (
     DIALECTS,
@@ -18,6 +19,7 @@ from datawell.tools.checker.allowed import (
     TableRef,
 )
 from datawell.tools.checker.columns import ColumnChecker, name_outputs, scopes_of, source_of
+from datawell.tools.checker.dates import date_misuse
 from datawell.tools.checker.dialects import adapt
 from datawell.tools.checker.semantic import Semantic
 
@@ -32,6 +34,11 @@ def compile_query(
     name_outputs(tree)
     scopes = scopes_of(tree)
     resolved = ColumnChecker(by_physical).check(scopes.values())
+    # --- issue 27: date functions only on columns that hold dates (checker/dates.py) ---
+    misused = date_misuse(tree, resolved)
+    if misused:
+        raise QueryError("the query applies date functions to columns that hold no dates", sub_errors=misused)
+    # --- end issue 27 ---
     semantic = Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)
     dataset, kinds = _mark_rows(tree, scopes, by_physical, resolved, semantic)

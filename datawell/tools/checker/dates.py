@@ -1,0 +1,125 @@
+"""Dates by what the column holds (issue 27).
+
+Date functions (strftime, julianday, date, EXTRACT, date_trunc, ...) take timestamps. A column
+that holds years as integers (`year` = 2019), month names as text (`month` = 'March') or
+other numbers or words is compared as it is stored. A query that passes such a column to a
+date function is refused with a message that says what the column holds and how to compare
+it, so the repair writes `year = 2019` instead of another strftime(). ISO dates kept as text
+are left to the date functions (SQLite reads them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from sqlglot import exp
+
+from datawell.errors import SubError
+from datawell.storage.hints import ColumnHint
+from datawell.tools.catalog import TableInfo
+from datawell.tools.checker.allowed import SQLITE_FUNCTIONS
+
+DATE_FUNCTIONS: tuple[type[exp.Expr], ...] = (
+    exp.Extract,
+    exp.TimestampTrunc,
+    exp.DateTrunc,
+    exp.Date,
+    exp.TimeToStr,
+)
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+]
+ISO_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?([ T]\d{2}:\d{2}(:\d{2})?)?")
+YEARS = (1000, 2999)
+
+
+def holds(kind: str, hint: ColumnHint | None, name: str) -> str:
+    """What a column holds, for the date rules: "timestamp", "iso text", "years", "month
+    names", "numbers", "text" or "other"."""
+    if kind == "timestamp":
+        return "timestamp"
+    values = [str(v).strip().lower() for v in (hint.values if hint else [])]
+    if kind == "text":
+        if values and all(v in MONTHS for v in values):
+            return "month names"
+        if values and all(ISO_DATE.match(v) for v in values):
+            return "iso text"
+        return "text" if values else "other"  # no values known: the database decides
+    if kind in ("integer", "real"):
+        low, high = (hint.low, hint.high) if hint else (None, None)
+        in_range = isinstance(low, int | float) and isinstance(high, int | float)
+        if in_range and YEARS[0] <= low <= high <= YEARS[1]:  # type: ignore[operator]
+            return "years"
+        return "years" if "year" in name.lower() and not in_range else "numbers"
+    return "other"
+
+
+def _example(held: str, name: str, hint: ColumnHint | None) -> str:
+    if held == "years":
+        year = hint.high if hint and hint.high is not None else 2024
+        return f"{name} = {year}, {name} BETWEEN {year} - 4 AND {year}"
+    if held == "month names":
+        stored = hint.values[0] if hint and hint.values else "March"
+        return f"{name} = '{stored}'"
+    return f"{name} = <a value as the catalog shows it>"
+
+
+def _arguments(node: exp.Expr) -> Iterable[exp.Expr]:
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        values = node.expressions[1:] if name == "strftime" else node.expressions
+        return values
+    return [v for v in node.iter_expressions() if not isinstance(v, exp.Literal | exp.Var)]
+
+
+def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[SubError]:
+    """A refusal for each column passed to a date function that holds no dates."""
+    problems: dict[str, SubError] = {}
+    for node in tree.walk():
+        is_date = isinstance(node, DATE_FUNCTIONS) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in SQLITE_FUNCTIONS
+        )
+        if not is_date:
+            continue
+        for argument in _arguments(node):
+            column = argument.unnest() if isinstance(argument, exp.Paren) else argument
+            if not isinstance(column, exp.Column) or id(column) not in resolved:
+                continue
+            info, name = resolved[id(column)]
+            hint = info.hints.get(name)
+            held = holds(info.columns.get(name, ""), hint, name)
+            if held in ("timestamp", "iso text", "other"):
+                continue
+            function = node.name.lower() if isinstance(node, exp.Anonymous) else node.key.upper()
+            problems.setdefault(
+                f"{info.name}.{name}",
+                SubError(
+                    "not_a_date",
+                    f"{info.name}.{name} holds {held} ({info.columns.get(name)}), not dates: {function}() "
+                    f"cannot take it; compare it as stored, for example {_example(held, name, hint)}",
+                ),
+            )
+    return list(problems.values())
