@@ -88,6 +88,16 @@ class Settings(BaseSettings):
         False,
         description="The query writer first names the catalog columns its query uses, constrained to the catalog's names.",
     )
+    # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates
+    query_match_literals: bool = Field(
+        True,
+        description="Text literals that are not stored values are matched to the column's values before a query runs.",
+    )
+    query_refuse_uncovered: bool = Field(
+        False,
+        description="Refuse, before writing a query, a question whose words the catalog's fields do not cover "
+        "(off: on the bundled suites it refuses answerable questions; see docs/decisions.md).",
+    )
     query_few_shot: int = Field(
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )

@@ -260,6 +260,8 @@ def query_deps(services: Services) -> QueryDeps:
         examples=s.examples,
         few_shot=s.settings.query_few_shot,
         name_columns=s.settings.query_name_columns,
+        match_literals=s.settings.query_match_literals,
+        coverage=s.embedder if s.settings.query_refuse_uncovered else None,
     )
 
 

@@ -210,3 +210,19 @@ async def test_a_literal_in_another_case_runs_as_the_stored_value(
         attempts=1,
     )
     assert events[1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
+
+
+async def test_a_question_the_catalog_does_not_cover_is_refused_before_any_model_call(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    settings = services.settings.model_copy(update={"query_refuse_uncovered": True})
+    run = await Runs(dataclasses.replace(services, settings=settings)).start_nl2ql(
+        AskRequest(shop.user, shop.namespace, "What are the opening hours and phone numbers?")
+    )
+    events = [event async for event in run.events()]
+
+    [failed] = events
+    assert isinstance(failed, RunFailed) and failed.error_code == "QUERY_REFUSED"
+    assert "hold nothing about 'opening', 'hours', 'phone'" in failed.message
+    assert "customers (id, name, city); orders (id, customer_id, amount, ordered_at)" in failed.message
+    assert chat_model.calls == []

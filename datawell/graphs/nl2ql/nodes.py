@@ -24,10 +24,12 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
+from datawell.tools.coverage import coverage
+from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.examples import Example, VerifiedExamples, render_examples
 from datawell.tools.literals import match_literals
 from datawell.tools.pruning import SchemaPruner
-from datawell.tools.ql import QueryTools
+from datawell.tools.ql import QueryTools, TextEmbedder
 
 NO_LINKS = "(none)"
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
@@ -49,6 +51,7 @@ class QueryDeps:
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
+    coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -187,6 +190,12 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if budget and spent >= budget:
         return settle(state, {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"})
     feedback = state.get("feedback", "")
+    # --- issue 27: a question the catalog does not cover is refused before any query (tools/coverage.py) ---
+    if deps.coverage is not None and not attempts and not feedback:
+        declined = await uncovered(deps.tools, deps.coverage, runtime.context, state["question"])
+        if declined:
+            return {"refusal": declined}
+    # --- end issue 27 ---
     # Looked up once a run (the assistant passes its plan's): repairs show the same examples.
     examples = state.get("examples")
     if examples is None:
@@ -215,6 +224,13 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if not draft.query.strip():
         return settle(state, update | {"refusal": draft.refusal.strip()})
     return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
+
+
+async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
+    """The refusal of a question whose words the namespace's catalog does not cover, else ""."""
+    catalog = await tools.catalog(context.user, context.namespace)
+    found = await coverage(question, catalog, embedder)
+    return "" if found.covered else coverage_refusal(found, catalog)
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
