@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         description="Refuse, before writing a query, a question whose words the catalog's fields do not cover "
         "(off: on the bundled suites it refuses answerable questions; see docs/decisions.md).",
     )
+    query_candidates: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="Query candidates written at once for a question; each runs and the result most of them "
+        "agree on is the answer (1: no voting; measure the dev suite at 1, 3, 5 before raising it).",
+    )
     query_few_shot: int = Field(
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )

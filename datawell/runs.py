@@ -262,6 +262,7 @@ def query_deps(services: Services) -> QueryDeps:
         name_columns=s.settings.query_name_columns,
         match_literals=s.settings.query_match_literals,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
+        candidates=s.settings.query_candidates,
     )
 
 

@@ -226,3 +226,62 @@ async def test_a_question_the_catalog_does_not_cover_is_refused_before_any_model
     assert "hold nothing about 'opening', 'hours', 'phone'" in failed.message
     assert "customers (id, name, city); orders (id, customer_id, amount, ordered_at)" in failed.message
     assert chat_model.calls == []
+
+
+def voting(services: Services, k: int) -> Runs:
+    return Runs(dataclasses.replace(services, settings=services.settings.model_copy(update={"query_candidates": k})))
+
+
+async def test_voting_picks_the_result_most_candidates_agree_on(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: three candidates, two of them (differently written) find Ann: Ann wins."""
+    lone = "SELECT name FROM customers WHERE city = 'Bergen'"
+    same = "SELECT c.name FROM customers AS c WHERE c.city = 'Oslo'"
+    chat_model.script += [QueryDraft(query=lone), QueryDraft(query=OSLO), QueryDraft(query=same)]
+    tools.rows[lone] = [{"name": "Bo"}]
+    tools.rows[OSLO] = tools.rows[same] = [{"name": "Ann"}]
+
+    run = await voting(services, 3).start_nl2ql(AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    events = [event async for event in run.events()]
+
+    assert events == [
+        QueryGenerated(
+            query=OSLO, reasoning="written by the query model; 2 of 3 candidates agree on this result", attempts=1
+        ),
+        RowsReady(query=OSLO, rows=[{"name": "Ann"}]),
+    ]
+    assert sorted(c.query for c in tools.ran()) == sorted([lone, OSLO, same])
+
+
+async def test_a_tie_goes_to_the_first_candidate_and_refused_ones_are_not_repaired(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    lone = "SELECT name FROM customers WHERE city = 'Bergen'"
+    chat_model.script += [
+        QueryDraft(query=lone),
+        QueryDraft(query="SELECT town FROM customers"),
+        QueryDraft(query=OSLO),
+    ]
+    tools.rows[lone] = [{"name": "Bo"}]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    run = await voting(services, 3).start_nl2ql(AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    events = [event async for event in run.events()]
+
+    assert isinstance(events[0], QueryGenerated) and events[0].query == lone
+    assert len(chat_model.calls) == 3  # no repair of the refused candidate
+
+
+async def test_when_no_candidate_runs_the_first_is_repaired(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    bad = "SELECT town FROM customers"
+    chat_model.script += [QueryDraft(query=bad), QueryDraft(query=bad), QueryDraft(query=OSLO)]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    run = await voting(services, 2).start_nl2ql(AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+    events = [event async for event in run.events()]
+
+    assert isinstance(events[0], QueryGenerated) and (events[0].query, events[0].attempts) == (OSLO, 2)
+    assert f"Your previous query was:\n{bad}" in chat_model.prompts()[2]

@@ -3,6 +3,7 @@ the graph's dependencies, returning a partial state; routers return the next nod
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -15,6 +16,7 @@ from sqlglot import exp
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
+from datawell.graphs.nl2ql.voting import run_candidates, vote
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
@@ -29,7 +31,7 @@ from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.examples import Example, VerifiedExamples, render_examples
 from datawell.tools.literals import match_literals
 from datawell.tools.pruning import SchemaPruner
-from datawell.tools.ql import QueryTools, TextEmbedder
+from datawell.tools.ql import QueryResult, QueryTools, TextEmbedder
 
 NO_LINKS = "(none)"
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
@@ -52,6 +54,7 @@ class QueryDeps:
     name_columns: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
     coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
+    candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -213,9 +216,23 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         feedback=f"\n{feedback}" if feedback else "",
     )
     columns = state.get("columns", []) if deps.name_columns else []
-    reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages, columns)
+    model = deps.models.for_stage("query", runtime.context.choices)
+    # --- issue 27: k query candidates at once, run, and voted on by their results (nl2ql/voting.py) ---
+    if deps.candidates > 1 and not attempts and not feedback:
+        replies = await asyncio.gather(
+            *(ask_structured(model, QueryDraft, messages, columns) for _ in range(deps.candidates))
+        )
+        voted = await vote_on_candidates(deps, runtime.context, [r.parsed for r in replies])
+        spent += sum(r.tokens for r in replies)
+        if voted:
+            return voted | {"attempts": 1, "tokens": spent, "examples": examples}
+        reply = replies[0]  # no candidate ran: the first is repaired as one draft would be
+    else:
+        reply = await ask_structured(model, QueryDraft, messages, columns)
+        spent += reply.tokens
+    # --- end issue 27 ---
     attempts += 1
-    update: dict[str, Any] = {"attempts": attempts, "tokens": spent + reply.tokens, "examples": examples}
+    update: dict[str, Any] = {"attempts": attempts, "tokens": spent, "examples": examples}
     draft = reply.parsed
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
@@ -224,6 +241,26 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if not draft.query.strip():
         return settle(state, update | {"refusal": draft.refusal.strip()})
     return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
+
+
+async def vote_on_candidates(deps: QueryDeps, context: QueryContext, drafts: list[QueryDraft | None]) -> dict[str, Any]:
+    """The voted result of the candidates that ran, announced as the run's query; {} when
+    none ran."""
+    queries = [d.query.strip() for d in drafts if d is not None and d.query.strip()]
+
+    async def run_one(query: str) -> QueryResult:
+        if deps.match_literals:
+            query = (await match_literals(deps.tools, context.user, context.namespace, query)).query
+        await deps.tools.check(context.user, context.namespace, query)  # as the check node does
+        return await deps.tools.run(context.user, context.namespace, query)
+
+    ran = await run_candidates(queries, run_one)
+    if not ran:
+        return {}
+    winner, agreeing = vote(ran)
+    found = ResultRows(query=winner.result.query, rows=winner.result.rows, truncated=winner.result.truncated)
+    reasoning = f"written by the query model; {agreeing} of {len(drafts)} candidates agree on this result"
+    return finish(found, reasoning, 1) | {"reasoning": reasoning, "draft": winner.result.query}
 
 
 async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
