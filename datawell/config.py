@@ -105,6 +105,9 @@ class Settings(BaseSettings):
         description="Query candidates written at once for a question; each runs and the result most of them "
         "agree on is the answer (1: no voting; measure the dev suite at 1, 3, 5 before raising it).",
     )
+    query_candidate_temperature: float = Field(
+        0.7, ge=0, le=2, description="The sampling temperature of query candidates after the first."
+    )
     query_few_shot: int = Field(
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )

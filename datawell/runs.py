@@ -263,6 +263,7 @@ def query_deps(services: Services) -> QueryDeps:
         match_literals=s.settings.query_match_literals,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
         candidates=s.settings.query_candidates,
+        candidate_temperature=s.settings.query_candidate_temperature,
     )
 
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
-from datawell.graphs.nl2ql.voting import run_candidates, vote
+from datawell.graphs.nl2ql.voting import run_candidates, sampling, vote
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
@@ -55,6 +55,7 @@ class QueryDeps:
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
     coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
     candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
+    candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first
 
 
 def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
@@ -219,8 +220,10 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     model = deps.models.for_stage("query", runtime.context.choices)
     # --- issue 27: k query candidates at once, run, and voted on by their results (nl2ql/voting.py) ---
     if deps.candidates > 1 and not attempts and not feedback:
+        sampled = sampling(model, deps.candidate_temperature)
         replies = await asyncio.gather(
-            *(ask_structured(model, QueryDraft, messages, columns) for _ in range(deps.candidates))
+            ask_structured(model, QueryDraft, messages, columns),
+            *(ask_structured(sampled, QueryDraft, messages, columns) for _ in range(deps.candidates - 1)),
         )
         voted = await vote_on_candidates(deps, runtime.context, [r.parsed for r in replies])
         spent += sum(r.tokens for r in replies)

@@ -4,7 +4,8 @@ For a question the query writer is asked `k` times at once (through the normal m
 interface, so the scheduler and the embedded runtime's parallel slots serve the calls side by
 side over the cached prompt prefix). Each candidate query is checked and run as the caller;
 the answer is the result set most candidates agree on, ties going to the most likely
-candidate (the earliest: the first reply is the model's own first choice). A candidate the
+candidate (the earliest: the first reply is the model's own first choice, written at the
+stage's temperature; the others sample at `query_candidate_temperature`). A candidate the
 checker refuses is not repaired while another one runs: only when no candidate runs does the
 usual repair loop start, from the first candidate.
 
@@ -19,8 +20,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from datawell.errors import QueryError
 from datawell.tools.ql import QueryResult
+
+
+def sampling(model: BaseChatModel, temperature: float) -> BaseChatModel:
+    """The model with a sampling temperature for candidates after the first (the embedded
+    model writes SQL at temperature 0, where k candidates would be one); a model without a
+    temperature field (a scripted one) is used as it is."""
+    if "temperature" not in type(model).model_fields:
+        return model
+    return model.model_copy(update={"temperature": temperature})
 
 
 @dataclass(frozen=True)
