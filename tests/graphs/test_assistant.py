@@ -698,3 +698,21 @@ async def test_a_one_value_answer_without_the_value_is_rewritten(
     events = await ask(services, AskRequest(shop.user, shop.namespace, "How many orders were placed in March 2024?"))
 
     assert answer_of(events) == "7 orders were placed [1]."
+
+
+async def test_a_question_the_catalog_does_not_cover_is_declined_before_the_plan(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    settings = services.settings.model_copy(update={"query_refuse_uncovered": True})
+    chat_model.script += ["The shop's data has no opening hours or phone numbers."]
+    run = await Runs(dataclasses.replace(services, settings=settings)).start_assistant(
+        AskRequest(shop.user, shop.namespace, "What are the opening hours and phone numbers?")
+    )
+    events = [event async for event in run.events()]
+
+    plan = of_type(events, PlanReady)[0]
+    assert plan.steps == []
+    assert plan.text.startswith("The datasets cannot answer this: the datasets hold nothing about 'opening'")
+    assert "they hold: customers (id, name, city); orders" in plan.text
+    assert len(chat_model.calls) == 1 and tools.ran() == []  # only the answer, no plan, no query
+    assert "no query ran; the planner said: the datasets hold nothing about" in chat_model.prompts()[0]

@@ -36,6 +36,7 @@ from datawell.graphs.nl2ql.nodes import (
     describe,
     examples_block,
     helper_block,
+    uncovered,
     verified_example,
 )
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
@@ -76,6 +77,12 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
             instruction=state["question"], kind="data", search="", query=verified.query.strip(), verified=True
         )
         return plan_update(namespace, None, [step], "A verified example answers the question.", "", 0, [])
+    # --- issue 27: a question the catalog does not cover is refused before the plan (tools/coverage.py) ---
+    if deps.query.coverage is not None:
+        declined = await uncovered(deps.query.tools, deps.query.coverage, context, state["question"])
+        if declined:
+            return plan_update(namespace, None, [], plan_summary([], declined), declined, 0, [])
+    # --- end issue 27 ---
     examples = await examples_block(deps.query, context, state["question"])
     web = context.web_search and deps.web is not None
     messages = stage_messages(
