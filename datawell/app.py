@@ -13,7 +13,20 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api import (
+    a2a,
+    autorag,
+    build_specs,
+    datalinks,
+    datalinks_query,
+    datasets,
+    examples,
+    ingestions,
+    mcp,
+    ontology,
+    system,
+    uploads,
+)
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -37,6 +50,9 @@ API_ROUTERS: list[Router] = [
     mcp.router,
     ontology.router,
     examples.router,
+    # After SPEC's routes: a SPEC path wins where the SDK's paths overlap it.
+    datalinks.router,
+    datalinks_query.router,
 ]
 
 

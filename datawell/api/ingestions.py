@@ -208,12 +208,12 @@ async def read_attempt(request: Request, user: User) -> IngestionDetail:
     "/ingestionTracking/{ingestionId}/retry",
     summary="Retry an ingestion",
     response=RetryResponse,
-    status=202,
+    status=201,
     errors=(403, 404, 409, 422),
 )
 async def retry(request: Request, user: User) -> RetryResponse:
-    """Creates a new ingestion of the same uploaded file and queues it for the background
-    worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
+    """Creates a new ingestion of the same uploaded file (201, the new attempt's id) and queues
+    it for the background worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
     while another ingestion of the same file is queued, running or succeeded."""
     async with request.state.services.db.session() as session:
         original, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)

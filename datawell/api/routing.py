@@ -18,6 +18,7 @@ from datawell.api.errors import validation_error
 from datawell.errors import InvalidInput, SubError, UnsupportedMediaType
 from datawell.storage.tables import User
 from datawell.storage.tokens import TokenAuthority
+from datawell.storage.users import SELF
 
 Endpoint = Callable[..., Awaitable[Any]]
 M = TypeVar("M", bound=BaseModel)
@@ -45,11 +46,25 @@ class Operation:
 
 
 async def current_user(request: Request) -> User:
-    """The caller named by the bearer token (401 without a valid one)."""
+    """The caller named by the bearer token (401 without a valid one). A path's username
+    `self` is the caller's, for every route at once (the DataLinks SDK names the caller so)."""
     authority: TokenAuthority = request.state.services.tokens
     user = await authority.authenticate(request.headers.get("authorization"))
     request.scope["user"] = user
+    params = request.scope.get("path_params", {})
+    for name in PATH_USERNAMES:
+        if name in params:
+            params[name] = named_user(params[name], user)
     return user
+
+
+PATH_USERNAMES = ("username", "user", "owner")  # path parameters that name a user
+
+
+def named_user(username: str, caller: User) -> str:
+    """`username` as given, or the caller's own when it is `self`: the one rule for paths and
+    bodies alike."""
+    return caller.username if username == SELF else username
 
 
 class Router:
