@@ -271,7 +271,7 @@ def test_abort_multipart_upload(server: Server) -> None:
 def test_retry_and_mark_seen(server: Server) -> None:
     _, api = fresh(server)
     api.create_space(schema_definition={"name": "Brand"})
-    upload_id, key, parts = multipart(api, b"\x00\x01\x02 not a table", "broken.bin")
+    upload_id, key, parts = multipart(api, b"{\"name\": \"Braun\"}\n{not json\n", "broken.jsonl")
     failed = api.finish_multipart_upload(upload_id, key, parts)
     assert api.wait_for_ingestion(failed["id"], poll_interval=1, timeout=60).status == "FAILED"
     retried = api.retry_ingestion(failed["id"])
