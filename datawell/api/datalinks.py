@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import flag_modified
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from datawell.api.datasets import MAX_DESCRIPTION
 from datawell.api.ingestions import ingestion_from_path
@@ -24,15 +25,28 @@ from datawell.api.routing import Router, named_user
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.uploads import CompletedPart, complete_upload, writable_dataset
 from datawell.errors import Conflict, Forbidden, IngestionFailed, InvalidInput, NotFound, SubError
+from datawell.ingest.fieldtypes import TypeInference
+from datawell.ingest.mapping import similarity_mapping
 from datawell.ontology.candidate import Candidate
 from datawell.ontology.candidates import find_candidates
-from datawell.ontology.links import ACTIVE, SUGGESTED, FieldRef, MatchType, NewLink, list_links, save_links
+from datawell.ontology.links import (
+    ACTIVE,
+    SUGGESTED,
+    FieldRef,
+    MatchType,
+    NewLink,
+    bump_version,
+    list_links,
+    save_links,
+)
+from datawell.runs import CurateRequest, Runs
 from datawell.services import Services
 from datawell.storage import ingestions
 from datawell.storage.access import (
     NamespaceRef,
     Permission,
     authorize,
+    ensure_namespace,
     find_namespace,
     list_grants,
     readable_namespaces,
@@ -47,7 +61,7 @@ from datawell.storage.users import find_user, list_tokens
 router = Router("datalinks")
 
 DATASET_PATH = "/data/{username}/{namespace}/{datasetName}"
-PRIVATE = "Private"  # DataLinks removed public datasets: every dataset is shared per user
+PRIVATE: Literal["Private"] = "Private"  # DataLinks removed public datasets: every dataset is shared per user
 ROLES = {"viewer": Permission.READ, "editor": Permission.WRITE}
 TOKEN_TTL = timedelta(days=365)  # a token created without `expires_at`
 JSON_ROWS_NAME = "rows.jsonl"
@@ -418,8 +432,6 @@ async def writable_or_new(
     ns = await find_namespace(session, user.username, namespace)
     dataset = None if ns is None else await find_dataset(session, ns, name)
     if dataset is None:
-        from datawell.storage.access import ensure_namespace
-
         ns = await ensure_namespace(session, user, namespace)
         return await create_dataset(session, ns, name, description or "", schema, user)
     record = dataset.record
@@ -493,8 +505,6 @@ async def link_after(
     """After an ingestion: `curate` runs the curator on the dataset (activating what it
     selects); `link` alone keeps the candidates of the asked kinds as suggestions."""
     if activate:
-        from datawell.runs import CurateRequest, Runs
-
         runs: Runs = request.state.runs
         run = await runs.start_curator(
             CurateRequest(user=user, namespace=dataset.namespace, dataset=dataset.name, activate=True)
@@ -574,8 +584,6 @@ async def preview(request: Request, user: User, body: PreviewRequest) -> list[di
         )
     if not targets:
         return rows
-    from datawell.ingest.mapping import similarity_mapping
-
     mapping = similarity_mapping(targets, list(fields_of(rows)))
     return [{target: row.get(column) for target, column in mapping.items() if column is not None} for row in rows]
 
@@ -591,13 +599,11 @@ async def preview(request: Request, user: User, body: PreviewRequest) -> list[di
 async def infer_schema(request: Request, user: User, body: InferRequest) -> InferredSchema:
     """Each field's type as ingestion would infer it from these rows (integer, real, text,
     boolean, timestamp)."""
-    from datawell.ingest.fieldtypes import TypeInference
-
     fields = fields_of(body.sample)
     inference = TypeInference(fields)
     for name in fields:
         inference.observe(name, [row.get(name) for row in body.sample])
-    return InferredSchema(schema=inference.result())
+    return InferredSchema(schema_=inference.result())
 
 
 @router.operation(
@@ -791,8 +797,6 @@ async def save_ontology(request: Request, user: User, body: OntologyChange) -> N
             for link in await list_links(session, dataset.namespace.id, dataset_id=dataset.record.id):
                 if frozenset((link.origin, link.destination)) in gone:
                     await session.delete(link)
-            from datawell.ontology.links import bump_version
-
             await bump_version(session, dataset.namespace.id)
 
 
@@ -808,8 +812,6 @@ async def save_ontology(request: Request, user: User, body: OntologyChange) -> N
 async def add_link(request: Request, user: User, body: AddLink) -> Any:
     """Activates a link between two fields of one namespace: 201 when it is new, 200 when
     it was already there (active)."""
-    from starlette.responses import JSONResponse
-
     ends = [body.origin, body.to]
     owners = {named_user(end.username, user) for end in ends}
     if len(owners) != 1 or len({end.namespace for end in ends}) != 1:
@@ -875,8 +877,6 @@ async def add_token(request: Request, user: User, body: TokenCreate) -> UserToke
         )
     ttl = TOKEN_TTL
     if body.expires_at is not None:
-        from datetime import UTC, datetime
-
         try:
             expires = datetime.fromisoformat(body.expires_at)
         except ValueError:

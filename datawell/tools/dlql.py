@@ -243,11 +243,11 @@ def parse(text: str) -> Query:
         raise syntax_error("the query ends too early", Position(exc.line or 1, max(exc.column, 1))) from None
     except UnexpectedCharacters as exc:
         at = Position(exc.line, exc.column)
-        raise syntax_error(f"unexpected character {text[exc.pos_in_stream]!r}", at) from None
+        raise syntax_error(f"unexpected character {text[exc.pos_in_stream or 0]!r}", at) from None
     except UnexpectedToken as exc:
         if exc.token.type == "$END":
             raise syntax_error("the query ends too early", Position(exc.line, exc.column)) from None
-        expected = ", ".join(sorted(exc.expected)[:6])
+        expected = ", ".join(sorted({name.strip("_").lower() for name in exc.expected})[:8])
         raise syntax_error(
             f"unexpected {str(exc.token)!r} (expected {expected})", Position(exc.line, exc.column)
         ) from None

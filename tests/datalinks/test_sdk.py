@@ -15,7 +15,7 @@ from datalinks.links import ExactMatch, MatchTypeConfig
 from datalinks.pipeline import Normalize, NormalizeModes, Pipeline, ProcessStructured, ReverseGeo
 
 from tests.datalinks.conftest import Server
-from tests.fake_runs import ANSWER, NL2QL_QUERY, PLAN, QUERIES
+from tests.fake_runs import ANSWER, PLAN, QUERIES
 
 PRODUCTS = [
     {"brand": "Gillette", "category": "Razor", "product": "Heated Razor", "price": 120},
@@ -152,8 +152,14 @@ def test_ingest_with_a_rows_step_and_entity_resolution(server: Server) -> None:
 
 def test_ingest_normalises_onto_target_columns(server: Server) -> None:
     _, api = fresh(server)
-    steps = Pipeline(Normalize(target_cols={"maker": "the brand", "item": "the product"}, mode=NormalizeModes.ALL_IN_ONE,
-                               model=None, provider=None))
+    steps = Pipeline(
+        Normalize(
+            target_cols={"maker": "the brand", "item": "the product"},
+            mode=NormalizeModes.ALL_IN_ONE,
+            model=None,
+            provider=None,
+        )
+    )
     rows = [{"maker": "Braun", "item": "Series 9"}]
     assert api.ingest(data=rows, inference_steps=steps).failed == []
     assert api.query_data() == [{"maker": "Braun", "item": "Series 9"}]
@@ -182,7 +188,7 @@ def test_query_data_in_natural_language(server: Server) -> None:
 
 def test_query_search_around_follows_an_active_link(server: Server) -> None:
     products, api = fresh(server, PRODUCTS)
-    brands, brand_api = fresh(server, BRANDS)
+    brands, _ = fresh(server, BRANDS)
     assert api.add_link("shop", products, "brand", "shop", brands, "name", "ExactMatch") is True
     data = api.query_data(
         f'Ontology("shop/{products}").filter(category == "Shaver").searchAround("shop/{brands}").find(country != "NL")'
@@ -242,8 +248,14 @@ def test_multipart_upload_finish_and_wait(server: Server) -> None:
     _, api = fresh(server)
     api.create_space(schema_definition={"brand": "Maker", "product": "Name", "price": "Price", "category": "Kind"})
     upload_id, key, parts = multipart(api, jsonl(PRODUCTS))
-    result = api.finish_multipart_upload(upload_id, key, parts, name="products.jsonl",
-                                         entity_resolution=MatchTypeConfig(ExactMatch()), infer_batch_size=100)
+    result = api.finish_multipart_upload(
+        upload_id,
+        key,
+        parts,
+        name="products.jsonl",
+        entity_resolution=MatchTypeConfig(ExactMatch()),
+        infer_batch_size=100,
+    )
     final = api.wait_for_ingestion(result["id"], poll_interval=1, timeout=60)
     assert final.status == "SUCCEEDED" and final.processed_rows == 4
     attempts = api.list_ingestions()
@@ -271,7 +283,7 @@ def test_abort_multipart_upload(server: Server) -> None:
 def test_retry_and_mark_seen(server: Server) -> None:
     _, api = fresh(server)
     api.create_space(schema_definition={"name": "Brand"})
-    upload_id, key, parts = multipart(api, b"{\"name\": \"Braun\"}\n{not json\n", "broken.jsonl")
+    upload_id, key, parts = multipart(api, b'{"name": "Braun"}\n{not json\n', "broken.jsonl")
     failed = api.finish_multipart_upload(upload_id, key, parts)
     assert api.wait_for_ingestion(failed["id"], poll_interval=1, timeout=60).status == "FAILED"
     retried = api.retry_ingestion(failed["id"])
