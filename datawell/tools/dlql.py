@@ -324,10 +324,16 @@ def literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def like_pattern(value: str, operator: str) -> str:
-    escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    pattern = {"contains": f"%{escaped}%", "startsWith": f"{escaped}%", "endsWith": f"%{escaped}"}[operator]
-    return literal(pattern)
+def text_match(column: str, operator: str, value: str) -> str:
+    """contains / startsWith / endsWith, ignoring case (ASCII letters on SQLite), in functions
+    sqlglot writes for either store (LIKE would take `%` and `_` in the value as wildcards)."""
+    text = f"LOWER(CAST({column} AS TEXT))"
+    wanted = literal(value.lower())
+    if operator == "contains":
+        return f"INSTR({text}, {wanted}) > 0"
+    if operator == "startsWith":
+        return f"INSTR({text}, {wanted}) = 1"
+    return f"SUBSTR({text}, LENGTH({text}) - {len(value)} + 1) = {wanted}"
 
 
 def checked_field(name: FieldName, table: Table) -> str:
@@ -349,7 +355,7 @@ def condition_sql(condition: Condition, table: Table) -> str:
         case Compare(field=name, operator=operator, value=value):
             column = checked_field(name, table)
             if operator in ("contains", "startsWith", "endsWith"):
-                return f"LOWER(CAST({column} AS TEXT)) LIKE {like_pattern(value, operator)} ESCAPE '\\'"
+                return text_match(column, operator, value)
             if operator in ("in", "not in"):
                 listed = ", ".join(literal(v) for v in value if v is not None)
                 return f"{column} {operator.upper()} ({listed})"

@@ -178,6 +178,8 @@ def test_query_data_with_the_query_language(server: Server) -> None:
     with_metadata = api.query_data(f"Ontology(shop/{name}).select(brand).limit(1)", include_metadata=True)
     assert len(with_metadata) == 1 and "__metadata" in with_metadata[0] and "price" not in with_metadata[0]
     assert api.query_data(f'Ontology("shop/{name}").filter(pric > 1)') is None  # 422: unknown field
+    found = api.query_data(f'Ontology("shop/{name}").filter(brand contains "RA" and product endsWith "10")')
+    assert [row["brand"] for row in found] == ["Oral-B"]
 
 
 def test_query_data_in_natural_language(server: Server) -> None:
