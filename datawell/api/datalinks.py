@@ -67,6 +67,7 @@ TOKEN_TTL = timedelta(days=365)  # a token created without `expires_at`
 JSON_ROWS_NAME = "rows.jsonl"
 TEXT_NAME = "text.txt"
 WAIT_SECONDS = 0.1  # how often a JSON ingestion looks whether its rows are stored
+MAX_WAIT_SECONDS = 600.0  # the SDK's read timeout: an answer later than this is read by nobody
 
 
 # --- shapes -------------------------------------------------------------------------------
@@ -444,7 +445,9 @@ async def writable_or_new(
 
 
 async def stored(services: Services, ingestion_id: str) -> int:
-    """Wait until the attempt's rows are published (or it ends); how many it stored."""
+    """Wait until the attempt's rows are published (or it ends); how many it stored. The
+    attempt stays queued if no worker takes it within the wait: the answer says so."""
+    deadline = asyncio.get_running_loop().time() + MAX_WAIT_SECONDS
     while True:
         async with services.db.session() as session:
             attempt = await ingestions.get_ingestion(session, ingestion_id)
@@ -457,6 +460,11 @@ async def stored(services: Services, ingestion_id: str) -> int:
             return attempt.processed_rows
         if attempt.status in (ingestions.FAILED, ingestions.CANCELLED):
             raise IngestionFailed(f"ingestion {ingestion_id} {attempt.status.lower()}: {attempt.status_message}")
+        if asyncio.get_running_loop().time() > deadline:
+            raise IngestionFailed(
+                f"ingestion {ingestion_id} is still {attempt.status.lower()} after {MAX_WAIT_SECONDS:.0f} s: "
+                "follow it in the dataset's ingestion attempts"
+            )
         await asyncio.sleep(WAIT_SECONDS)
 
 

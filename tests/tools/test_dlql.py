@@ -48,7 +48,7 @@ def test_a_dataset_alone_reads_every_row() -> None:
         ('brand startsWith "Br"', "INSTR(LOWER(CAST(\"brand\" AS TEXT)), 'br') = 1"),
         (
             'brand endsWith "UN"',
-            "SUBSTR(LOWER(CAST(\"brand\" AS TEXT)), LENGTH(LOWER(CAST(\"brand\" AS TEXT))) - 2 + 1) = 'un'",
+            'SUBSTR(LOWER(CAST("brand" AS TEXT)), LENGTH(LOWER(CAST("brand" AS TEXT))) - 2 + 1) = \'un\'',
         ),
         ('brand in ["Braun", "Philips"]', "\"brand\" IN ('Braun', 'Philips')"),
         ("price in (1, 2)", '"price" IN (1, 2)'),
