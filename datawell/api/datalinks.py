@@ -20,10 +20,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from datawell.api.datasets import MAX_DESCRIPTION
-from datawell.api.ingestions import ingestion_from_path
-from datawell.api.routing import Router, named_user
+from datawell.api.ingestions import WRITABLE_INGESTION
+from datawell.api.routing import (
+    READABLE_DATASET,
+    READABLE_NAMESPACE,
+    WRITABLE_DATASET,
+    Context,
+    NamespaceNamed,
+    NamespacePath,
+    PathModel,
+    Resolver,
+    Router,
+    named_user,
+    namespace_for,
+)
+from datawell.api.routing import DatasetPath as RoutedDatasetPath
 from datawell.api.schemas import ApiModel, WholeNumber
-from datawell.api.uploads import CompletedPart, complete_upload, writable_dataset
+from datawell.api.uploads import CompletedPart, complete_upload
 from datawell.errors import Conflict, Forbidden, IngestionFailed, InvalidInput, NotFound, SubError
 from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.mapping import similarity_mapping
@@ -53,8 +66,8 @@ from datawell.storage.access import (
     remove_grant,
     set_grant,
 )
-from datawell.storage.datasets import DatasetRef, check_schema, create_dataset, find_dataset, get_dataset, list_datasets
-from datawell.storage.tables import Dataset, Link, Token, User, utcnow
+from datawell.storage.datasets import DatasetRef, check_schema, create_dataset, find_dataset, list_datasets
+from datawell.storage.tables import Dataset, Ingestion, Link, Token, User, utcnow
 from datawell.storage.uploads import object_key
 from datawell.storage.users import find_user, list_tokens
 
@@ -71,6 +84,26 @@ MAX_WAIT_SECONDS = 600.0  # the SDK's read timeout: an answer later than this is
 
 
 # --- shapes -------------------------------------------------------------------------------
+
+
+class UserPath(PathModel):
+    user: str
+
+
+class UserNamespacePath(NamespaceNamed):
+    """`/schema/{user}/{namespace}/...`: the user owns the namespace."""
+
+    user: str
+
+    def owner_for(self, user: User) -> str:
+        return self.user
+
+
+class OwnDatasetPath(PathModel):
+    """`/ingest/{namespace}/{datasetName}`: a dataset of the caller's own namespace."""
+
+    namespace: str
+    dataset_name: str
 
 
 class DatasetDescription(ApiModel):
@@ -270,27 +303,31 @@ async def readable_listing(session: AsyncSession, user: User, namespace: str | N
 
 
 @router.operation("GET", "/data", summary="List the datasets the caller may read", response=list[DatasetDescription])
-async def list_all(request: Request, user: User) -> list[DatasetDescription]:
+async def list_all(request: Request, ctx: Context, user: User) -> list[DatasetDescription]:
     """Every dataset of every namespace the caller owns or holds a grant on."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         return await readable_listing(session, user)
 
 
 @router.operation(
-    "GET", "/data/{namespace}", summary="List the datasets of namespaces of a name", response=list[DatasetDescription]
+    "GET",
+    "/data/{namespace}",
+    summary="List the datasets of namespaces of a name",
+    response=list[DatasetDescription],
+    params=NamespaceNamed,
 )
-async def list_named(request: Request, user: User) -> list[DatasetDescription]:
+async def list_named(request: Request, ctx: Context, user: User, path: NamespaceNamed) -> list[DatasetDescription]:
     """The datasets of the caller's namespaces, and namespaces shared with the caller, of this name."""
-    async with request.state.services.db.session() as session:
-        return await readable_listing(session, user, request.path_params["namespace"])
+    async with ctx.services.db.session() as session:
+        return await readable_listing(session, user, path.namespace)
 
 
 @router.operation(
     "GET", "/schema/datasets/all", summary="List the datasets the caller may read", response=list[DatasetDescription]
 )
-async def schema_all(request: Request, user: User) -> list[DatasetDescription]:
+async def schema_all(request: Request, ctx: Context, user: User) -> list[DatasetDescription]:
     """As `GET /data`."""
-    return await list_all(request, user)
+    return await list_all(request, ctx, user)
 
 
 @router.operation(
@@ -299,22 +336,28 @@ async def schema_all(request: Request, user: User) -> list[DatasetDescription]:
     summary="List the datasets of a namespace",
     response=list[DatasetDescription],
     errors=(403, 404),
+    resolve=namespace_for(Permission.READ, UserNamespacePath),
 )
-async def schema_namespace(request: Request, user: User) -> list[DatasetDescription]:
+async def schema_namespace(
+    request: Request, ctx: Context, user: User, namespace: NamespaceRef
+) -> list[DatasetDescription]:
     """The datasets of namespace `user/namespace` (`self`: the caller's)."""
-    params = request.path_params
-    async with request.state.services.db.session() as session:
-        namespace = await authorize(session, user, params["user"], params["namespace"], Permission.READ)
+    async with ctx.services.db.session() as session:
         return [describe(namespace, d.record) for d in await list_datasets(session, namespace)]
 
 
 @router.operation(
-    "GET", "/schema/{user}/namespaces", summary="List a user's namespaces", response=list[NamespaceItem], errors=(404,)
+    "GET",
+    "/schema/{user}/namespaces",
+    summary="List a user's namespaces",
+    response=list[NamespaceItem],
+    errors=(404,),
+    params=UserPath,
 )
-async def namespaces(request: Request, user: User) -> list[NamespaceItem]:
+async def namespaces(request: Request, ctx: Context, user: User, path: UserPath) -> list[NamespaceItem]:
     """The namespaces of a user (`self`: the caller) that the caller may read."""
-    owner = request.path_params["user"]
-    async with request.state.services.db.session() as session:
+    owner = path.user
+    async with ctx.services.db.session() as session:
         if await find_user(session, owner) is None:
             raise NotFound(f"no user named {owner!r}")
         return [
@@ -324,18 +367,12 @@ async def namespaces(request: Request, user: User) -> list[NamespaceItem]:
         ]
 
 
-async def dataset_at(request: Request, session: AsyncSession, user: User, wanted: Permission) -> DatasetRef:
-    params = request.path_params
-    namespace = await authorize(session, user, params["username"], params["namespace"], wanted)
-    return await get_dataset(session, namespace, params["datasetName"])
-
-
-@router.operation("GET", DATASET_PATH, summary="Read a dataset", response=DatasetInfo, errors=(403, 404))
-async def dataset_info(request: Request, user: User) -> DatasetInfo:
+@router.operation(
+    "GET", DATASET_PATH, summary="Read a dataset", response=DatasetInfo, errors=(403, 404), resolve=READABLE_DATASET
+)
+async def dataset_info(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> DatasetInfo:
     """The dataset, its columns (in their sort order) and how many rows it holds."""
-    services: Services = request.state.services
-    async with services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.READ)
+    services: Services = ctx.services
     record = dataset.record
     return DatasetInfo(
         dataset=describe(dataset.namespace, record),
@@ -355,12 +392,13 @@ async def dataset_info(request: Request, user: User) -> DatasetInfo:
     body=SortOrder,
     status=204,
     errors=(403, 404, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def sort_order(request: Request, user: User, body: SortOrder) -> None:
+async def sort_order(request: Request, ctx: Context, user: User, body: SortOrder, dataset: DatasetRef) -> None:
     """Reorders the dataset's fields (the schema keeps its order: listings, catalog and
     `columnNames` follow it). `order` names every field once."""
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.WRITE)
+    async with ctx.services.db.session() as session:
+        session.add(dataset.record)
         schema = dict(dataset.record.schema_definition)
         if sorted(body.order) != sorted(schema):
             raise InvalidInput(
@@ -475,8 +513,11 @@ async def stored(services: Services, ingestion_id: str) -> int:
     body=IngestRowsRequest,
     response=Indexed,
     errors=(403, 404, 415, 422, 500),
+    params=OwnDatasetPath,
 )
-async def ingest_rows(request: Request, user: User, body: IngestRowsRequest) -> Indexed:
+async def ingest_rows(
+    request: Request, ctx: Context, user: User, body: IngestRowsRequest, path: OwnDatasetPath
+) -> Indexed:
     """Stores the rows through the same pipeline as an uploaded file (one ingestion attempt,
     listed with the dataset's attempts) and answers once they are stored. The dataset is the
     caller's; it is created on first use (its fields: `schemaDefinition`, a `normalise`
@@ -485,13 +526,12 @@ async def ingest_rows(request: Request, user: User, body: IngestRowsRequest) -> 
     the rows' keys onto its target fields, `validate` keeps the type checks every ingestion
     makes; `reverseGeo` is refused (no geocoder). `link` computes link candidates and `curate`
     lets the curator activate links once the rows are stored."""
-    services: Services = request.state.services
+    services: Services = ctx.services
     rows, texts, targets = rows_of(body)
     schema = body.schema_definition or targets or fields_of(rows)
     description = "\n\n".join(filter(None, [body.data_description, body.additional_instructions])) or None
-    params = request.path_params
     async with services.db.session() as session:
-        dataset = await writable_or_new(session, user, params["namespace"], params["datasetName"], description, schema)
+        dataset = await writable_or_new(session, user, path.namespace, path.dataset_name, description, schema)
     if texts:
         name, payload = TEXT_NAME, "\n\n".join(texts).encode()
     else:
@@ -503,17 +543,17 @@ async def ingest_rows(request: Request, user: User, body: IngestRowsRequest) -> 
         attempt = await ingestions.enqueue(session, dataset.record, key, name, len(payload), user)
     indexed = await stored(services, attempt.id)
     if body.link or body.curate:
-        await link_after(request, user, dataset, body.link, activate=bool(body.curate))
+        await link_after(ctx, user, dataset, body.link, activate=bool(body.curate))
     return Indexed(indexed=indexed)
 
 
 async def link_after(
-    request: Request, user: User, dataset: DatasetRef, link: dict[str, Any] | None, *, activate: bool
+    ctx: Context, user: User, dataset: DatasetRef, link: dict[str, Any] | None, *, activate: bool
 ) -> None:
     """After an ingestion: `curate` runs the curator on the dataset (activating what it
     selects); `link` alone keeps the candidates of the asked kinds as suggestions."""
     if activate:
-        runs: Runs = request.state.runs
+        runs: Runs = ctx.runs
         run = await runs.start_curator(
             CurateRequest(user=user, namespace=dataset.namespace, dataset=dataset.name, activate=True)
         )
@@ -521,7 +561,7 @@ async def link_after(
         if result.failure is not None:
             raise result.failure.error
         return
-    await rebuild(request.state.services, dataset, link, save=True)
+    await rebuild(ctx.services, dataset, link, save=True)
 
 
 @router.operation(
@@ -532,16 +572,17 @@ async def link_after(
     response=Finished,
     status=202,
     errors=(403, 404, 409, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def finish(request: Request, user: User, body: FinishRequest) -> Finished:
+async def finish(request: Request, ctx: Context, user: User, body: FinishRequest, dataset: DatasetRef) -> Finished:
     """`complete` with the SDK's fields: `name` names the ingestion; `dataDescription` and
     `schemaDefinition` describe a dataset that has no fields yet (a dataset without fields
     needs `schemaDefinition` here); `infer`, `link` and `inferBatchSize` are accepted, and the
     pipeline's own structuring applies (docs/datalinks.md)."""
-    services: Services = request.state.services
+    services: Services = ctx.services
     async with services.db.session() as session:
-        dataset = await writable_dataset(request, session, user)
         record = dataset.record
+        session.add(record)
         if body.schema_definition and not record.schema_definition:
             check_schema(body.schema_definition)
             record.schema_definition = body.schema_definition
@@ -562,12 +603,13 @@ async def finish(request: Request, user: User, body: FinishRequest) -> Finished:
     summary="Mark an ingestion as seen",
     status=204,
     errors=(403, 404, 422),
+    resolve=WRITABLE_INGESTION,
 )
-async def seen(request: Request, user: User) -> None:
+async def seen(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> None:
     """Sets the attempt's `attributes.seenAt` to now."""
-    async with request.state.services.db.session() as session:
-        attempt, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
-        attempt.seen_at = utcnow()
+    async with ctx.services.db.session() as session:
+        session.add(ingestion)
+        ingestion.seen_at = utcnow()
 
 
 # --- inference ------------------------------------------------------------------------------
@@ -581,7 +623,7 @@ async def seen(request: Request, user: User) -> None:
     response=list[dict[str, Any]],
     errors=(415, 422),
 )
-async def preview(request: Request, user: User, body: PreviewRequest) -> list[dict[str, Any]]:
+async def preview(request: Request, ctx: Context, user: User, body: PreviewRequest) -> list[dict[str, Any]]:
     """The rows after the `infer` steps that need no model (`rows`, `normalise` by name),
     nothing stored; a `table` step is refused here (it extracts with the model at ingestion)."""
     rows, texts, targets = rows_of(body)
@@ -604,7 +646,7 @@ async def preview(request: Request, user: User, body: PreviewRequest) -> list[di
     response=InferredSchema,
     errors=(415, 422),
 )
-async def infer_schema(request: Request, user: User, body: InferRequest) -> InferredSchema:
+async def infer_schema(request: Request, ctx: Context, user: User, body: InferRequest) -> InferredSchema:
     """Each field's type as ingestion would infer it from these rows (integer, real, text,
     boolean, timestamp)."""
     fields = fields_of(body.sample)
@@ -622,12 +664,12 @@ async def infer_schema(request: Request, user: User, body: InferRequest) -> Infe
     response=InferredDescription,
     errors=(415, 422),
 )
-async def infer_description(request: Request, user: User, body: InferRequest) -> InferredDescription:
+async def infer_description(request: Request, ctx: Context, user: User, body: InferRequest) -> InferredDescription:
     """A description and a field schema for the sample: the current value's, completed with
     each field's inferred type."""
     current = body.current_value or {}
     schema = dict(current.get("schema") or {})
-    types = (await infer_schema(request, user, body)).schema_
+    types = (await infer_schema(request, ctx, user, body)).schema_
     for name, kind in types.items():
         schema.setdefault(name, f"{name.replace('_', ' ')} ({kind})")
     description = current.get("description") or f"{len(body.sample)} sample rows with fields {', '.join(types)}"
@@ -688,12 +730,13 @@ async def rebuild(services: Services, dataset: DatasetRef, link: dict[str, Any] 
     body=LinkData,
     response=list[ApiLink],
     errors=(403, 404, 415, 422),
+    resolve=READABLE_DATASET,
 )
-async def preview_links(request: Request, user: User, body: LinkData) -> list[ApiLink]:
+async def preview_links(
+    request: Request, ctx: Context, user: User, body: LinkData, dataset: DatasetRef
+) -> list[ApiLink]:
     """The candidates the stored data gives (of the kinds `link` names), nothing saved."""
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.READ)
-    return await rebuild(request.state.services, dataset, body.link, save=False)
+    return await rebuild(ctx.services, dataset, body.link, save=False)
 
 
 @router.operation(
@@ -703,17 +746,17 @@ async def preview_links(request: Request, user: User, body: LinkData) -> list[Ap
     body=LinkData,
     response=list[ApiLink],
     errors=(403, 404, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def rebuild_links(request: Request, user: User, body: LinkData) -> list[ApiLink]:
+async def rebuild_links(
+    request: Request, ctx: Context, user: User, body: LinkData, dataset: DatasetRef
+) -> list[ApiLink]:
     """As preview, and the candidates are saved as suggested links (active links stay)."""
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.WRITE)
-    return await rebuild(request.state.services, dataset, body.link, save=True)
+    return await rebuild(ctx.services, dataset, body.link, save=True)
 
 
-async def dataset_links(request: Request, user: User, status: str | None) -> list[ApiLink]:
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.READ)
+async def dataset_links(ctx: Context, dataset: DatasetRef, status: str | None) -> list[ApiLink]:
+    async with ctx.services.db.session() as session:
         links = await list_links(session, dataset.namespace.id, status=status, dataset_id=dataset.record.id)
     return [api_link(link) for link in links]
 
@@ -724,10 +767,11 @@ async def dataset_links(request: Request, user: User, status: str | None) -> lis
     summary="A dataset's links",
     response=list[ApiLink],
     errors=(403, 404),
+    resolve=READABLE_DATASET,
 )
-async def load_links(request: Request, user: User) -> list[ApiLink]:
+async def load_links(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[ApiLink]:
     """The dataset's active and suggested links."""
-    return await dataset_links(request, user, None)
+    return await dataset_links(ctx, dataset, None)
 
 
 @router.operation(
@@ -736,10 +780,11 @@ async def load_links(request: Request, user: User) -> list[ApiLink]:
     summary="A dataset's ontology (active links)",
     response=list[ApiLink],
     errors=(403, 404),
+    resolve=READABLE_DATASET,
 )
-async def ontology(request: Request, user: User) -> list[ApiLink]:
+async def ontology(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[ApiLink]:
     """The dataset's active links: the joins the planners use."""
-    return await dataset_links(request, user, ACTIVE)
+    return await dataset_links(ctx, dataset, ACTIVE)
 
 
 def link_between(origin: FieldRef, destination: FieldRef, datasets: dict[str, DatasetRef]) -> tuple[str, str]:
@@ -788,12 +833,12 @@ async def activate(
     body=OntologyChange,
     status=204,
     errors=(403, 404, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def save_ontology(request: Request, user: User, body: OntologyChange) -> None:
+async def save_ontology(request: Request, ctx: Context, user: User, body: OntologyChange, dataset: DatasetRef) -> None:
     """`add` activates links (`namespace/dataset.field` ends in the dataset's namespace);
     `remove` deletes the dataset's links with those ends."""
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_at(request, session, user, Permission.WRITE)
+    async with ctx.services.db.session() as session:
         await activate(
             session,
             user,
@@ -817,7 +862,7 @@ async def save_ontology(request: Request, user: User, body: OntologyChange) -> N
     status=201,
     errors=(403, 404, 415, 422),
 )
-async def add_link(request: Request, user: User, body: AddLink) -> Any:
+async def add_link(request: Request, ctx: Context, user: User, body: AddLink) -> Any:
     """Activates a link between two fields of one namespace: 201 when it is new, 200 when
     it was already there (active)."""
     ends = [body.origin, body.to]
@@ -829,7 +874,7 @@ async def add_link(request: Request, user: User, body: AddLink) -> Any:
         )
     origin = f"{body.origin.namespace}/{body.origin.dataset}.{body.origin.column_name}"
     destination = f"{body.to.namespace}/{body.to.dataset}.{body.to.column_name}"
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         namespace = await authorize(session, user, owners.pop(), body.origin.namespace, Permission.WRITE)
         before = {
             frozenset((link.origin, link.destination))
@@ -844,7 +889,7 @@ async def add_link(request: Request, user: User, body: AddLink) -> Any:
 
 
 @router.operation("GET", "/user/me", summary="The caller", response=CurrentUser)
-async def me(request: Request, user: User) -> CurrentUser:
+async def me(request: Request, ctx: Context, user: User) -> CurrentUser:
     """The user the token belongs to."""
     return CurrentUser(id=user.id, username=user.username)
 
@@ -860,9 +905,9 @@ def user_token(token: Token, secret: str | None = None) -> UserToken:
 
 
 @router.operation("GET", "/user/tokens", summary="The caller's tokens", response=list[UserToken])
-async def tokens(request: Request, user: User) -> list[UserToken]:
+async def tokens(request: Request, ctx: Context, user: User) -> list[UserToken]:
     """The caller's tokens that are not revoked, newest first (never their secrets)."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         return [user_token(t) for t in await list_tokens(session, user) if t.revoked_at is None]
 
 
@@ -875,7 +920,7 @@ async def tokens(request: Request, user: User) -> list[UserToken]:
     status=201,
     errors=(415, 422),
 )
-async def add_token(request: Request, user: User, body: TokenCreate) -> UserToken:
+async def add_token(request: Request, ctx: Context, user: User, body: TokenCreate) -> UserToken:
     """A new token for the caller; the answer is the only place its secret appears. Tokens
     carry the caller's whole access: `accessRestrictedTo` is refused (docs/datalinks.md)."""
     if body.access_restricted_to:
@@ -895,7 +940,7 @@ async def add_token(request: Request, user: User, body: TokenCreate) -> UserToke
         ttl = expires - utcnow()
         if ttl <= timedelta(0):
             raise InvalidInput("the expiry is past", sub_errors=[SubError("past", "expires_at: in the past")])
-    token, secret = await request.state.services.tokens.issue(user.username, ttl, body.name)
+    token, secret = await ctx.services.tokens.issue(user.username, ttl, body.name)
     return user_token(token, secret)
 
 
@@ -906,11 +951,17 @@ async def own_token(session: AsyncSession, user: User, token_id: str) -> Token:
     return token
 
 
-@router.operation("DELETE", "/user/token/{tokenId}", summary="Revoke a token", status=204, errors=(404,))
-async def delete_token(request: Request, user: User) -> None:
+class TokenPath(PathModel):
+    token_id: str
+
+
+@router.operation(
+    "DELETE", "/user/token/{tokenId}", summary="Revoke a token", status=204, errors=(404,), params=TokenPath
+)
+async def delete_token(request: Request, ctx: Context, user: User, path: TokenPath) -> None:
     """Revokes one of the caller's tokens; it stops working at once."""
-    async with request.state.services.db.session() as session:
-        token = await own_token(session, user, request.path_params["tokenId"])
+    async with ctx.services.db.session() as session:
+        token = await own_token(session, user, path.token_id)
         token.revoked_at = utcnow()
 
 
@@ -920,21 +971,35 @@ async def delete_token(request: Request, user: User) -> None:
     summary="A token's permissions",
     response=TokenPermissions,
     errors=(404,),
+    params=TokenPath,
 )
-async def token_permissions(request: Request, user: User) -> TokenPermissions:
+async def token_permissions(request: Request, ctx: Context, user: User, path: TokenPath) -> TokenPermissions:
     """Tokens carry their user's whole access: never restricted."""
-    async with request.state.services.db.session() as session:
-        await own_token(session, user, request.path_params["tokenId"])
+    async with ctx.services.db.session() as session:
+        await own_token(session, user, path.token_id)
     return TokenPermissions(restricted=False)
 
 
-async def owned_namespace(session: AsyncSession, request: Request, user: User) -> NamespaceRef:
-    """The path's namespace, which only its owner may share."""
-    params = request.path_params
-    namespace = await authorize(session, user, params["username"], params["namespace"], Permission.READ)
+def only_the_owner(user: User, namespace: NamespaceRef) -> None:
     if namespace.owner != user.username:
         raise Forbidden(f"only {namespace.owner!r} may share namespace {namespace}")
+
+
+async def _owned(ctx: Context, user: User, path: NamespacePath) -> NamespaceRef:
+    namespace = await READABLE_NAMESPACE.resolve(ctx, user, path)
+    only_the_owner(user, namespace)
     return namespace
+
+
+async def _owned_dataset(ctx: Context, user: User, path: RoutedDatasetPath) -> DatasetRef:
+    dataset = await READABLE_DATASET.resolve(ctx, user, path)
+    only_the_owner(user, dataset.namespace)
+    return dataset
+
+
+# The path's namespace (or dataset), which only its owner may share: 404, 403 as any, then 403.
+OWNED_NAMESPACE = Resolver("namespace", NamespacePath, _owned)
+OWNED_DATASET = Resolver("dataset", RoutedDatasetPath, _owned_dataset)
 
 
 async def grants(session: AsyncSession, namespace: NamespaceRef) -> list[AccessGrant]:
@@ -949,43 +1014,63 @@ DATASET_SHARES = "/permissions/datasets/{username}/{namespace}/{datasetName}/sha
 
 
 @router.operation(
-    "GET", NAMESPACE_SHARES, summary="Who may use a namespace", response=list[AccessGrant], errors=(403, 404)
+    "GET",
+    NAMESPACE_SHARES,
+    summary="Who may use a namespace",
+    response=list[AccessGrant],
+    errors=(403, 404),
+    resolve=OWNED_NAMESPACE,
 )
-async def namespace_shares(request: Request, user: User) -> list[AccessGrant]:
+async def namespace_shares(request: Request, ctx: Context, user: User, namespace: NamespaceRef) -> list[AccessGrant]:
     """The namespace's grants: `viewer` is read, `editor` is write."""
-    async with request.state.services.db.session() as session:
-        return await grants(session, await owned_namespace(session, request, user))
+    async with ctx.services.db.session() as session:
+        return await grants(session, namespace)
 
 
 @router.operation(
-    "POST", NAMESPACE_SHARES, summary="Share a namespace", body=Share, status=204, errors=(403, 404, 415, 422)
+    "POST",
+    NAMESPACE_SHARES,
+    summary="Share a namespace",
+    body=Share,
+    status=204,
+    errors=(403, 404, 409, 415, 422),
+    resolve=OWNED_NAMESPACE,
 )
-async def share_namespace(request: Request, user: User, body: Share) -> None:
+async def share_namespace(request: Request, ctx: Context, user: User, body: Share, namespace: NamespaceRef) -> None:
     """Grants a user read (`viewer`) or write (`editor`) on the namespace, replacing an earlier grant."""
-    async with request.state.services.db.session() as session:
-        namespace = await owned_namespace(session, request, user)
+    async with ctx.services.db.session() as session:
         if body.username == user.username:
             raise Conflict("the owner already has every access")
         await set_grant(session, namespace.owner, namespace.name, body.username, ROLES[body.role])
 
 
 @router.operation(
-    "DELETE", NAMESPACE_SHARES, summary="Stop sharing a namespace", body=Share, status=204, errors=(403, 404, 415, 422)
+    "DELETE",
+    NAMESPACE_SHARES,
+    summary="Stop sharing a namespace",
+    body=Share,
+    status=204,
+    errors=(403, 404, 415, 422),
+    resolve=OWNED_NAMESPACE,
 )
-async def revoke_namespace(request: Request, user: User, body: Share) -> None:
+async def revoke_namespace(request: Request, ctx: Context, user: User, body: Share, namespace: NamespaceRef) -> None:
     """Removes the user's grant on the namespace (404 when they hold none with that role)."""
-    async with request.state.services.db.session() as session:
-        namespace = await owned_namespace(session, request, user)
+    async with ctx.services.db.session() as session:
         held = {g.username: g.role for g in await grants(session, namespace)}
         if held.get(body.username) != body.role:
             raise NotFound(f"{body.username!r} holds no {body.role} grant on {namespace}")
         await remove_grant(session, namespace.owner, namespace.name, body.username)
 
 
-@router.operation("GET", DATASET_SHARES, summary="Who may use a dataset", response=list[AccessGrant], errors=(403, 404))
-async def dataset_shares(request: Request, user: User) -> list[AccessGrant]:
+@router.operation(
+    "GET",
+    DATASET_SHARES,
+    summary="Who may use a dataset",
+    response=list[AccessGrant],
+    errors=(403, 404),
+    resolve=OWNED_DATASET,
+)
+async def dataset_shares(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[AccessGrant]:
     """Grants are per namespace: the dataset's users are its namespace's."""
-    async with request.state.services.db.session() as session:
-        namespace = await owned_namespace(session, request, user)
-        await get_dataset(session, namespace, request.path_params["datasetName"])
-        return await grants(session, namespace)
+    async with ctx.services.db.session() as session:
+        return await grants(session, dataset.namespace)

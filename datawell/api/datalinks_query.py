@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from datawell.api.autorag import AutoRagRequest
 from datawell.api.errors import error_body
-from datawell.api.routing import Router, named_user
+from datawell.api.routing import Context, PathModel, Router, named_user
 from datawell.api.schemas import ApiModel
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.graphs.events import (
@@ -113,13 +113,13 @@ async def tables_for(
     response=QueryResponse,
     errors=(403, 404, 415, 422, 502),
 )
-async def query(request: Request, user: User, body: QueryRequest) -> QueryResponse:
+async def query(request: Request, ctx: Context, user: User, body: QueryRequest) -> QueryResponse:
     """Runs `query` (the DataLinks query language: `Ontology("ns/ds")` then `.filter(...)`,
     `.searchAround("ns/other").find(...)`, `.select(...)`, `.orderBy(field, desc)`,
     `.limit(n)`; docs/datalinks.md) or `naturalLanguageQuery` (the nl2ql run) in the namespace,
     and answers the rows with `metadata.executedQuery`, the QL that ran. An empty `query` reads
     `dataset`. A syntax error, an unknown field or a missing link is a 422 naming line and column."""
-    runs: Runs = request.state.runs
+    runs: Runs = ctx.runs
     services = runs.services
     async with services.db.session() as session:
         namespace = await namespace_named(session, named_user(body.username, user), body.namespace)
@@ -176,9 +176,9 @@ per step `stepStarted` `{index, instruction}` and `step` `{index, instruction, q
     errors=(403, 404, 415, 422, 502),
     streams={"text/event-stream": ASK_EVENTS},
 )
-async def ask(request: Request, user: User, body: AutoRagRequest) -> Response:
+async def ask(request: Request, ctx: Context, user: User, body: AutoRagRequest) -> Response:
     """The assistant run of `/query/autorag`, streamed with the SDK's event names and shapes."""
-    runs: Runs = request.state.runs
+    runs: Runs = ctx.runs
     async with runs.services.db.session() as session:
         namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
     run = await runs.start_assistant(
@@ -265,6 +265,10 @@ class ConversationTurn(ApiModel):
     result: dict[str, Any] | None = None
 
 
+class ConversationPath(PathModel):
+    conversation_id: str
+
+
 class ConversationDetail(ApiModel):
     id: str
     title: str
@@ -283,9 +287,9 @@ def millis(conversation: Conversation, which: str) -> int:
     response=ConversationList,
     errors=(403, 404, 422),
 )
-async def conversations(request: Request, user: User, query: ConversationsQuery) -> ConversationList:
+async def conversations(request: Request, ctx: Context, user: User, query: ConversationsQuery) -> ConversationList:
     """The caller's conversations in a namespace (all of them without one), latest first."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         statement = select(Conversation).where(Conversation.user_id == user.id)
         if query.namespace:
             ns = await authorize(session, user, named_user(query.username, user), query.namespace, Permission.READ)
@@ -307,11 +311,12 @@ async def conversations(request: Request, user: User, query: ConversationsQuery)
     summary="A conversation and its turns",
     response=ConversationDetail,
     errors=(404,),
+    params=ConversationPath,
 )
-async def conversation(request: Request, user: User) -> ConversationDetail:
+async def conversation(request: Request, ctx: Context, user: User, path: ConversationPath) -> ConversationDetail:
     """The caller's conversation with its finished turns, oldest first."""
-    services: Services = request.state.services
-    conversation_id = request.path_params["conversationId"]
+    services: Services = ctx.services
+    conversation_id = path.conversation_id
     async with services.db.session() as session:
         found = await session.get(Conversation, conversation_id)
     if found is None or found.user_id != user.id:
