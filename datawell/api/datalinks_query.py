@@ -9,13 +9,15 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from datawell.api.autorag import AutoRagRequest
 from datawell.api.errors import error_body
@@ -37,9 +39,10 @@ from datawell.llm.models import StageChoices
 from datawell.ontology.links import ACTIVE, FieldRef, list_links
 from datawell.runs import AskRequest, Run, Runs
 from datawell.services import Services
+from datawell.storage import agent_runs
 from datawell.storage.access import NamespaceRef, Permission, authorize, namespace_named
 from datawell.storage.datasets import get_dataset
-from datawell.storage.tables import Conversation, User
+from datawell.storage.tables import AgentRun, Conversation, User
 from datawell.storage.users import SELF
 from datawell.tools import dlql
 
@@ -163,7 +166,7 @@ async def query(request: Request, ctx: Context, user: User, body: QueryRequest) 
 
 
 ASK_EVENTS = """Server-Sent Events with the DataLinks SDK's names, one JSON object per `data:` line:
-`run-started` `{conversationId}`, `planningStarted` `{}`, `plan` `{steps, reasoning}`,
+`run-started` `{conversationId, runId}`, `planningStarted` `{}`, `plan` `{steps, reasoning}`,
 per step `stepStarted` `{index, instruction}` and `step` `{index, instruction, query, reasoning, data, error}`
 (`index` from 0), `answerStarted` `{}`, `answer` `{response}`; a failed run ends with `error` (an ErrorResponse, with `message`)."""
 
@@ -201,6 +204,8 @@ async def ask_events(run: Run) -> AsyncIterator[ServerSentEvent]:
     async with aclosing(run.events()) as events:
         async for event in events:
             for name, data in rendered(event):
+                if name == "run-started":
+                    data = {**data, "runId": run.run_id}
                 if name in ("answer", "answerDelta") and not answering:
                     answering = True
                     yield sse("answerStarted", {})
@@ -332,3 +337,201 @@ async def conversation(request: Request, ctx: Context, user: User, path: Convers
         for number, turn in enumerate(values.get("turns", []), 1)
     ]
     return ConversationDetail(id=found.id, title=found.title, turns=turns)
+
+
+# --- agent runs -----------------------------------------------------------------------------
+
+
+class RunPath(PathModel):
+    run_id: str
+
+
+class RunStatus(ApiModel):
+    run_id: str
+    agent_kind: str = "auto_rag"
+    question: str
+    status: str = Field(description="running, completed or failed")
+    can_resume: bool = Field(False, description="Always false: runs keep no checkpoint to resume from.")
+    error_message: str | None = None
+    result: dict[str, Any] | None = Field(None, description="`{response, steps}` once completed.")
+
+
+class Feedback(ApiModel):
+    thumbs_up: bool
+    comment: str | None = Field(None, max_length=10000)
+
+
+def run_status(run: AgentRun) -> RunStatus:
+    return RunStatus(
+        run_id=run.id, question=run.question, status=run.status, error_message=run.error_message, result=run.result
+    )
+
+
+@router.operation(
+    "GET", "/query/runs/{runId}", summary="An agent run's status", response=RunStatus, errors=(404,), params=RunPath
+)
+async def run_status_of(request: Request, ctx: Context, user: User, path: RunPath) -> RunStatus:
+    """One of the caller's assistant runs (`runId` comes on `/query/ask`'s `run-started`)."""
+    async with ctx.services.db.read() as session:
+        return run_status(await agent_runs.own(session, user, path.run_id))
+
+
+@router.operation(
+    "DELETE", "/query/runs/{runId}", summary="Delete an agent run", status=204, errors=(404,), params=RunPath
+)
+async def delete_run(request: Request, ctx: Context, user: User, path: RunPath) -> None:
+    """Deletes the run's record (its conversation keeps the turn)."""
+    async with ctx.services.db.session() as session:
+        await session.delete(await agent_runs.own(session, user, path.run_id))
+
+
+@router.operation(
+    "POST",
+    "/query/runs/{runId}/feedback",
+    summary="Rate an agent run's answer",
+    body=Feedback,
+    status=204,
+    errors=(404, 415, 422),
+    params=RunPath,
+)
+async def feedback(request: Request, ctx: Context, user: User, body: Feedback, path: RunPath) -> None:
+    """Thumbs up or down, with a comment, on a completed run; again replaces the rating."""
+    async with ctx.services.db.session() as session:
+        run = await agent_runs.own(session, user, path.run_id)
+        if run.status != agent_runs.COMPLETED:
+            raise InvalidInput(
+                f"agent run {run.id} is {run.status}: only a completed run is rated",
+                sub_errors=[SubError("not_completed", f"runId: the run is {run.status}")],
+            )
+        run.thumbs_up, run.comment = body.thumbs_up, body.comment
+
+
+@router.operation(
+    "POST",
+    "/query/runs/{runId}/resume",
+    summary="Resume an agent run",
+    errors=(404, 409, 410, 422),
+    params=RunPath,
+    streams={"text/event-stream": "Never streams: runs keep no checkpoint (see the status codes)."},
+)
+async def resume(request: Request, ctx: Context, user: User, path: RunPath) -> Response:
+    """Runs keep no mid-run checkpoint, so none is resumed: a completed run answers 410 with
+    its question and result, a failed one 422 with its error, a running one 409 (poll its
+    status), as the SDK expects of runs that cannot be streamed."""
+    async with ctx.services.db.read() as session:
+        run = await agent_runs.own(session, user, path.run_id)
+    body = run_status(run).model_dump(mode="json", by_alias=True)
+    code = {agent_runs.COMPLETED: 410, agent_runs.FAILED: 422}.get(run.status, 409)
+    return JSONResponse(body, status_code=code)
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+
+class UsageQuery(ApiModel):
+    on_or_after: datetime | None = None
+    before: datetime | None = None
+    page_size: int = Field(25, ge=1, le=1000)
+    page_cursor: str | None = Field(None, description="`meta.pageCursor` of the previous page, as JSON.")
+    time_zone_for_aggregation: str = "UTC"
+
+
+class UsageItem(ApiModel):
+    timestamp: datetime
+    tokens_used: int
+    cost_usd: float = Field(0.0, alias="costUSD", description="Not priced: always 0.")
+
+
+class UsageCursor(ApiModel):
+    last_start_time: datetime
+    last_observation_id: str
+
+
+class UsageMeta(ApiModel):
+    page_cursor: UsageCursor | None = None
+    page_size: int
+
+
+class UsageHistory(ApiModel):
+    data: list[UsageItem]
+    meta: UsageMeta
+
+
+class DayUsage(ApiModel):
+    date: str
+    tokens_used: int
+    cost_usd: float = Field(0.0, alias="costUSD")
+
+
+class DayMeta(ApiModel):
+    time_zone_for_aggregation: str
+
+
+class UsageByDay(ApiModel):
+    data: list[DayUsage]
+    meta: DayMeta
+
+
+def cursor_of(raw: str | None) -> tuple[datetime, str] | None:
+    """The cursor as the SDK sends it back: `meta.pageCursor` as JSON."""
+    if not raw:
+        return None
+    try:
+        parsed = UsageCursor.model_validate_json(raw)
+    except ValueError:
+        raise InvalidInput(
+            "invalid page cursor", sub_errors=[SubError("invalid_cursor", "pageCursor: not a cursor")]
+        ) from None
+    return parsed.last_start_time, parsed.last_observation_id
+
+
+@router.operation(
+    "GET",
+    "/user/usage/history",
+    summary="The caller's model usage, run by run",
+    query=UsageQuery,
+    response=UsageHistory,
+    errors=(422,),
+)
+async def usage_history(request: Request, ctx: Context, user: User, query: UsageQuery) -> UsageHistory:
+    """One item per assistant run: when it started and the tokens its model calls spent
+    (reported by the provider, else estimated). Cost is not priced."""
+    async with ctx.services.db.read() as session:
+        runs = await agent_runs.history(
+            session, user, query.on_or_after, query.before, query.page_size + 1, cursor_of(query.page_cursor)
+        )
+    page = runs[: query.page_size]
+    more = len(runs) > query.page_size
+    cursor = UsageCursor(last_start_time=page[-1].created_at, last_observation_id=page[-1].id) if more else None
+    return UsageHistory(
+        data=[UsageItem(timestamp=r.created_at, tokens_used=r.tokens) for r in page],
+        meta=UsageMeta(page_cursor=cursor, page_size=query.page_size),
+    )
+
+
+@router.operation(
+    "GET",
+    "/user/usage/by-day",
+    summary="The caller's model usage per day",
+    query=UsageQuery,
+    response=UsageByDay,
+    errors=(422,),
+)
+async def usage_by_day(request: Request, ctx: Context, user: User, query: UsageQuery) -> UsageByDay:
+    """The tokens of the caller's runs summed per day in `timeZoneForAggregation`."""
+    try:
+        zone = ZoneInfo(query.time_zone_for_aggregation)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(
+            "unknown time zone",
+            sub_errors=[SubError("invalid_time_zone", f"timeZoneForAggregation: {query.time_zone_for_aggregation!r}")],
+        ) from None
+    days: dict[str, int] = {}
+    async with ctx.services.db.read() as session:
+        for run in await agent_runs.history(session, user, query.on_or_after, query.before, 1_000_000):
+            day = run.created_at.astimezone(zone).date().isoformat()
+            days[day] = days.get(day, 0) + run.tokens
+    return UsageByDay(
+        data=[DayUsage(date=day, tokens_used=tokens) for day, tokens in sorted(days.items())],
+        meta=DayMeta(time_zone_for_aggregation=query.time_zone_for_aggregation),
+    )

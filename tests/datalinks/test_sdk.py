@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -75,12 +76,12 @@ CALLS = {
     "add_token": True,
     "delete_token": True,
     "list_token_permissions": True,
-    "get_usage_history": False,  # no usage records (see docs/datalinks.md)
-    "get_usage_by_day": False,
-    "get_agent_run_status": False,  # no run records on main yet (h-obs)
-    "delete_agent_run": False,
-    "submit_agent_run_feedback": False,
-    "resume_agent_run": False,
+    "get_usage_history": True,
+    "get_usage_by_day": True,
+    "get_agent_run_status": True,
+    "delete_agent_run": True,
+    "submit_agent_run_feedback": True,
+    "resume_agent_run": True,
     "share_dataset_access": False,  # grants are per namespace
     "revoke_dataset_access": False,
     "list_dataset_shares": True,
@@ -99,7 +100,7 @@ def test_the_count_covers_every_public_call_of_the_sdk() -> None:
     public -= {"close"}
     assert public | {PART_UPLOAD} == set(CALLS)
     assert len(CALLS) == 55
-    assert sum(CALLS.values()) == 41
+    assert sum(CALLS.values()) == 47
 
 
 def fresh(server: Server, rows: list[dict] | None = None, namespace: str = "shop") -> tuple[str, object]:
@@ -400,3 +401,44 @@ def test_namespace_shares(server: Server) -> None:
     assert [(g.username, g.role.value) for g in api.list_namespace_shares()] == [("bob", "editor")]
     api.revoke_namespace_access("bob", "editor")
     assert api.list_namespace_shares() == []
+
+
+def test_agent_runs_status_feedback_resume_and_delete(server: Server) -> None:
+    api = server.api("runs", "x")
+    api.create_space()
+    events = list(api.ask("Who ordered most?"))
+    run_id = next(e for e in events if e.type == "run-started").data["runId"]
+    status = api.get_agent_run_status(run_id)
+    assert status.status.value == "completed" and status.question == "Who ordered most?"
+    assert status.can_resume is False and status.result["response"] == ANSWER
+    assert [s["query"] for s in status.result["steps"]] == QUERIES
+    api.submit_agent_run_feedback(run_id, thumbs_up=True, comment="right")
+    api.submit_agent_run_feedback(run_id, thumbs_up=False)  # replaces the rating
+    resumed = list(api.resume_agent_run(run_id))
+    assert [e.type for e in resumed] == ["terminal"] and resumed[0].data["result"]["response"] == ANSWER
+    assert server.api("runs", "x", token=server.bob).get_agent_run_status(run_id) is None  # not bob's
+    api.delete_agent_run(run_id)
+    assert api.get_agent_run_status(run_id) is None
+    with pytest.raises(DataLinksRequestError) as missing:
+        api.submit_agent_run_feedback(run_id, thumbs_up=True)
+    assert missing.value.status_code == 404
+
+
+def test_usage_history_and_by_day(server: Server) -> None:
+    api = server.api("usage", "x", token=server.bob)
+    api.create_space()
+    for _ in range(3):
+        assert api.autorag("Who ordered most?")["response"] == ANSWER
+    first = api.get_usage_history(page_size=2)
+    assert len(first.data) == 2 and first.meta.page_cursor is not None
+    rest = api.get_usage_history(page_size=2, page_cursor=first.meta.page_cursor)
+    assert len(rest.data) == 1 and rest.meta.page_cursor is None
+    stamps = [item.timestamp for item in first.data + rest.data]
+    assert stamps == sorted(stamps) and all(item.cost_usd == 0 for item in first.data)
+    by_day = api.get_usage_by_day(timezone="Europe/Lisbon")
+    assert by_day.meta.time_zone_for_aggregation == "Europe/Lisbon"
+    assert sum(day.tokens_used for day in by_day.data) == sum(i.tokens_used for i in first.data + rest.data)
+    assert [str(d.date) for d in by_day.data] == sorted(
+        {s.astimezone(ZoneInfo("Europe/Lisbon")).date().isoformat() for s in stamps}
+    )
+    assert api.get_usage_by_day(timezone="Mars/Olympus") is None  # 422
