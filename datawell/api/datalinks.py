@@ -235,7 +235,7 @@ class AccessGrant(ApiModel):
 class ApiLink(ApiModel):
     origin: str
     destination: str
-    hits: int
+    hits: int = Field(ge=0, le=2**62)
     match_type: str
 
 
@@ -652,7 +652,9 @@ async def infer_schema(request: Request, ctx: Context, user: User, body: InferRe
     fields = fields_of(body.sample)
     inference = TypeInference(fields)
     for name in fields:
-        inference.observe(name, [row.get(name) for row in body.sample])
+        # A nested value is stored as its JSON text, as a JSON Lines file's would be.
+        values = [row.get(name) for row in body.sample]
+        inference.observe(name, [json.dumps(v) if isinstance(v, dict | list) else v for v in values])
     return InferredSchema(schema_=inference.result())
 
 
@@ -860,6 +862,7 @@ async def save_ontology(request: Request, ctx: Context, user: User, body: Ontolo
     body=AddLink,
     response=ApiLink,
     status=201,
+    also=(200,),
     errors=(403, 404, 415, 422),
 )
 async def add_link(request: Request, ctx: Context, user: User, body: AddLink) -> Any:

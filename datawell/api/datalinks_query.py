@@ -9,11 +9,11 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -410,9 +410,11 @@ async def feedback(request: Request, ctx: Context, user: User, body: Feedback, p
     "POST",
     "/query/runs/{runId}/resume",
     summary="Resume an agent run",
-    errors=(404, 409, 410, 422),
+    response=RunStatus,
+    status=410,
+    also=(409, 422),
+    errors=(404,),
     params=RunPath,
-    streams={"text/event-stream": "Never streams: runs keep no checkpoint (see the status codes)."},
 )
 async def resume(request: Request, ctx: Context, user: User, path: RunPath) -> Response:
     """Runs keep no mid-run checkpoint, so none is resumed: a completed run answers 410 with
@@ -431,6 +433,15 @@ async def resume(request: Request, ctx: Context, user: User, path: RunPath) -> R
 class UsageQuery(ApiModel):
     on_or_after: datetime | None = None
     before: datetime | None = None
+
+    @field_validator("on_or_after", "before")
+    @classmethod
+    def as_utc(cls, value: datetime | None) -> datetime | None:
+        """A time without a zone is UTC."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
     page_size: int = Field(25, ge=1, le=1000)
     page_cursor: str | None = Field(None, description="`meta.pageCursor` of the previous page, as JSON.")
     time_zone_for_aggregation: str = "UTC"

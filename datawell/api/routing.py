@@ -156,6 +156,7 @@ class Operation:
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
+    also: tuple[int, ...] = ()  # other success statuses, with the same body (DataLinks SDK routes)
     params: type[PathModel] | None = None  # the handler gets it as `path`
     resolve: Resolver[Any, Any] | None = None  # the handler gets what it resolves as `resolve.name`
 
