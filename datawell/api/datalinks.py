@@ -69,7 +69,7 @@ from datawell.storage.access import (
 from datawell.storage.datasets import DatasetRef, check_schema, create_dataset, find_dataset, list_datasets
 from datawell.storage.tables import Dataset, Ingestion, Link, Token, User, utcnow
 from datawell.storage.uploads import object_key
-from datawell.storage.users import find_user, list_tokens
+from datawell.storage.users import check_name, find_user, list_tokens
 
 router = Router("datalinks")
 
@@ -169,7 +169,7 @@ class FinishRequest(ApiModel):
     name: str | None = Field(None, description="Name of the ingestion (the file's name by default).")
     infer: Infer | None = None
     link: dict[str, dict[str, Any] | None] | None = None
-    infer_batch_size: WholeNumber | None = Field(None, ge=1)
+    infer_batch_size: WholeNumber | None = Field(None, description="Accepted; the pipeline sizes its own batches.")
     data_description: str | None = Field(None, max_length=MAX_DESCRIPTION)
     schema_definition: dict[str, str] | None = None
 
@@ -235,7 +235,7 @@ class AccessGrant(ApiModel):
 class ApiLink(ApiModel):
     origin: str
     destination: str
-    hits: int = Field(ge=0, le=2**62)
+    hits: WholeNumber = Field(ge=0, le=2**62)
     match_type: str
 
 
@@ -318,6 +318,7 @@ async def list_all(request: Request, ctx: Context, user: User) -> list[DatasetDe
 )
 async def list_named(request: Request, ctx: Context, user: User, path: NamespaceNamed) -> list[DatasetDescription]:
     """The datasets of the caller's namespaces, and namespaces shared with the caller, of this name."""
+    check_name("namespace", path.namespace)
     async with ctx.services.db.session() as session:
         return await readable_listing(session, user, path.namespace)
 

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 
 from datawell.api.autorag import AutoRagRequest
 from datawell.api.errors import error_body
+from datawell.api.ingestions import NUMBER
 from datawell.api.routing import Context, PathModel, Router, named_user
 from datawell.api.schemas import ApiModel
 from datawell.errors import InvalidInput, NotFound, SubError
@@ -433,6 +434,14 @@ async def resume(request: Request, ctx: Context, user: User, path: RunPath) -> R
 class UsageQuery(ApiModel):
     on_or_after: datetime | None = None
     before: datetime | None = None
+
+    @field_validator("on_or_after", "before", mode="before")
+    @classmethod
+    def not_a_number(cls, value: object) -> object:
+        """pydantic reads a number as Unix seconds; the documented type is an ISO 8601 date-time."""
+        if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+            raise ValueError(f"expected an ISO 8601 date-time such as 2026-01-31T12:00:00Z, got {value!r}")
+        return value
 
     @field_validator("on_or_after", "before")
     @classmethod
