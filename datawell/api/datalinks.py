@@ -314,6 +314,7 @@ async def list_all(request: Request, ctx: Context, user: User) -> list[DatasetDe
     "/data/{namespace}",
     summary="List the datasets of namespaces of a name",
     response=list[DatasetDescription],
+    errors=(422,),
     params=NamespaceNamed,
 )
 async def list_named(request: Request, ctx: Context, user: User, path: NamespaceNamed) -> list[DatasetDescription]:

@@ -90,7 +90,8 @@ CONFIG = schemathesis.Config.from_dict(
             # is a failure.
             # So are the DataLinks SDK's requests that name things that must exist or fit
             # together (link ends in one namespace, a `rows` step's field holding rows), or that
-            # Datawell refuses (restricted tokens), or a query in the DataLinks query language.
+            # Datawell refuses (restricted tokens), a query in the DataLinks query language, a
+            # usage page cursor or a time zone name.
             {
                 "include-operation-id": [
                     "build-specs.create",
@@ -102,6 +103,8 @@ CONFIG = schemathesis.Config.from_dict(
                     "datalinks.preview",
                     "datalinks.query",
                     "datalinks.save_ontology",
+                    "datalinks.usage_by_day",
+                    "datalinks.usage_history",
                 ],
                 "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", 401, 403, 404, 409, 422]}},
             },
