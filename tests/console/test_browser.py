@@ -431,3 +431,23 @@ async def test_a_same_site_page_cannot_post_with_a_minted_csrf_pair(console: Con
     await console.go("/datasets/alice/shop/victim/clear")
     await console.page.get_by_role("button", name="Clear victim").click()
     await expect(console.page.get_by_text(re.compile(r"Cleared shop/victim: 2 rows"))).to_be_visible()
+
+
+async def test_a_same_site_frame_of_tokens_does_not_render_signed_in(console: Console) -> None:
+    """Issue 26: a page on another port framed /tokens and it loaded signed in (the frame is
+    same-site, so the session cookie went along). X-Frame-Options and frame-ancestors refuse it."""
+    await console.sign_in("alice")
+    attacker = Attacker({"/frame": (f'<iframe name="victim" src="{console.server.base}/tokens"></iframe>', [])})
+    try:
+        page = await console.page.context.new_page()
+        await page.goto(attacker.base + "/frame")
+        await page.wait_for_load_state("networkidle")
+        frame = page.frame(name="victim")
+        assert frame is not None
+        framed = await frame.content()
+        await page.close()
+    finally:
+        attacker.close()
+    assert "Sign out" not in framed and "alice" not in framed and "Issue a token" not in framed
+    await console.go("/tokens")
+    await expect(console.page.get_by_role("button", name="Issue a token")).to_be_visible()
