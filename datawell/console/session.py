@@ -136,7 +136,9 @@ def start_session(request: Request, response: Response, token: str) -> None:
 
 def end_session(request: Request, response: Response) -> None:
     secure = _secure(request)
-    response.headers.append("set-cookie", _cookie(cookie_name(SESSION_COOKIE, secure=secure), "", secure=secure, max_age=0))
+    response.headers.append(
+        "set-cookie", _cookie(cookie_name(SESSION_COOKIE, secure=secure), "", secure=secure, max_age=0)
+    )
 
 
 class ConsoleCookies:

@@ -358,7 +358,7 @@ class Attacker:
         served = self.pages
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802  (http.server's name)
+            def do_GET(self) -> None:
                 html, cookies = served.get(self.path, ("not here", []))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -380,7 +380,9 @@ class Attacker:
 
 
 def auto_post(action: str, fields: dict[str, str]) -> str:
-    inputs = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items())
+    inputs = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items()
+    )
     return (f'<form id="f" method="post" action="{html.escape(action)}">{inputs}</form>'
             '<script>document.getElementById("f").submit()</script>')  # fmt: skip
 
@@ -408,8 +410,7 @@ async def test_a_same_site_page_cannot_post_with_a_minted_csrf_pair(console: Con
         {
             "/clear": (auto_post(f"{base}/datasets/alice/shop/victim/clear", {"csrf": token}), planted),
             "/new": (
-                auto_post(f"{base}/new-dataset", {"csrf": token, "namespace": "shop", "name": "planted",
-                                                  "field": "x", "field_description": "x"}),  # fmt: skip
+                auto_post(f"{base}/new-dataset", {"csrf": token, "namespace": "shop", "name": "planted", "field": "x"}),
                 planted,
             ),
         }

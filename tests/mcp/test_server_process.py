@@ -67,7 +67,7 @@ async def test_mcp_over_real_http(bob: Account, server: httpx.AsyncClient, token
     ]
     assert refused.is_error
     assert refused.content[0].text == "FORBIDDEN: user 'alice' has no read access to namespace bob/crm"
-    assert hostile.is_error and hostile.structured_content["errorCode"] == "QUERY_ERROR"
+    assert hostile.is_error and hostile.meta["errorCode"] == "QUERY_ERROR"
     assert '"dataset": "orders"' in schema.contents[0].text
 
     unauthenticated = await server.post(MCP_PATH, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
