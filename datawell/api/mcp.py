@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from datawell.api.errors import error_body
-from datawell.api.routing import Router
+from datawell.api.routing import Context, Router
 from datawell.config import Settings
 from datawell.errors import (
     DatawellError,
@@ -80,12 +80,12 @@ def own_origins(scope: Scope, settings: Settings) -> set[tuple[str, str, int]]:
     return origins  # type: ignore[return-value]
 
 
-def origin_allowed(request: Request) -> bool:
+def origin_allowed(request: Request, settings: Settings) -> bool:
     origin = request.headers.get("origin")
     if origin is None:  # not a browser: nothing to rebind
         return True
     key = origin_key(origin)
-    return key is not None and key in own_origins(request.scope, request.state.services.settings)
+    return key is not None and key in own_origins(request.scope, settings)
 
 
 def rpc_error_response(exc: DatawellError, request_id: Any = None, rpc_code: int | None = None) -> JSONResponse:
@@ -147,11 +147,11 @@ class Delegate(Response):
         ("Origin", "Sent by browsers: must be the service's own origin or one in DATAWELL_MCP_ALLOWED_ORIGINS"),
     ),
 )
-async def call_mcp(request: Request, user: User) -> Response:
+async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
     """The Model Context Protocol endpoint (JSON-RPC 2.0): `initialize`, `tools/list`, `tools/call`,
     `resources/list`, `resources/read`, … Stateless: no `Mcp-Session-Id`. See docs/mcp.md.
     Errors of the transport are ErrorResponses that are JSON-RPC errors too."""
-    if not origin_allowed(request):
+    if not origin_allowed(request, ctx.services.settings):
         origin = request.headers["origin"]
         return rpc_error_response(
             Forbidden(f"requests from origin {origin!r} may not call the MCP endpoint (DATAWELL_MCP_ALLOWED_ORIGINS)")
@@ -161,4 +161,4 @@ async def call_mcp(request: Request, user: User) -> Response:
         return rpc_error_response(
             UnsupportedMediaType(f"MCP messages are JSON-RPC: send Content-Type application/json, not {media_type!r}")
         )
-    return Delegate(request.app.state.mcp.handle)
+    return Delegate(ctx.mcp.handle)
