@@ -13,7 +13,10 @@ sign-in, the sign-in form's token is HMAC(key, a random `datawell_csrf` cookie).
 no defence against a page on another port of the same host (it is the same site), and such a
 page can set cookies here; what it cannot do is read the HttpOnly session cookie, so it can
 mint a visitor's pair but never the token of someone's session (issue 26's attack, a test in
-tests/console/test_browser.py). The visitor cookie is renewed at sign-in.
+tests/console/test_browser.py). The visitor cookie is renewed at sign-in. Unsafe requests a
+browser marks as coming from another origin (`Sec-Fetch-Site: same-site` or `cross-site`) are
+refused whatever they carry: that also stops a planted visitor pair from signing a signed-out
+victim in as the attacker (login CSRF).
 
 `ConsoleCookies` also lets the browser call the REST API with the session: a request under
 /api/v1 that has no Authorization header but a session cookie gets `Bearer <session token>`
@@ -26,11 +29,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from http.cookies import SimpleCookie
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -85,7 +89,16 @@ def request_csrf(request: Request) -> str:
     return csrf_token(request.state.services, request.scope[BINDING_SCOPE_KEY])
 
 
+def from_another_origin(headers: Mapping[str, str]) -> bool:
+    """What the browser says of where an unsafe request comes from (Fetch Metadata): a page of
+    another origin (`cross-site`, or `same-site`: another port or subdomain of this site). Sent
+    by every current browser; a client that sends none still needs the CSRF token."""
+    return headers.get("sec-fetch-site", "") in ("cross-site", "same-site")
+
+
 async def csrf_submitted(request: Request) -> bool:
+    if from_another_origin(request.headers):
+        return False
     submitted = request.headers.get(CSRF_HEADER)
     if submitted is None and request.headers.get("content-type", "").startswith(
         ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -189,5 +202,7 @@ class ConsoleCookies:
         if scope["method"] in SAFE_METHODS:
             return True
         services: Services | None = scope.get("state", {}).get("services")
+        if services is None or from_another_origin(Headers(scope=scope)):
+            return False
         submitted = headers.get(CSRF_HEADER.encode(), b"").decode("latin-1")
-        return services is not None and csrf_valid(services, binding, submitted)
+        return csrf_valid(services, binding, submitted)

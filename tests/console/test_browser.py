@@ -452,3 +452,31 @@ async def test_a_same_site_frame_of_tokens_does_not_render_signed_in(console: Co
     assert "Sign out" not in framed and "alice" not in framed and "Issue a token" not in framed
     await console.go("/tokens")
     await expect(console.page.get_by_role("button", name="Issue a token")).to_be_visible()
+
+
+async def test_a_same_site_page_cannot_sign_the_victim_in_as_someone_else(console: Console) -> None:
+    """Login CSRF: the sign-in form's token is bound to the visitor cookie, which a page on
+    another port can mint and plant; it posts the attacker's own token, and the victim would
+    work (upload, ask) in the attacker's account. Browsers say where a request comes from
+    (`Sec-Fetch-Site: same-site`), and the console refuses unsafe requests from other origins.
+    (A signed-in victim is safe anyway: the form's token is then bound to the session.)"""
+    await console.go("/signin")
+    cookie, token = await minted_pair(console.server.base)
+    attacker = Attacker(
+        {
+            "/signin": (
+                auto_post(f"{console.server.base}/signin", {"csrf": token, "token": console.server.tokens["bob"]}),
+                [f"datawell_csrf={cookie}; Path=/; SameSite=Lax"],
+            )
+        }
+    )
+    try:
+        page = await console.page.context.new_page()
+        await page.goto(attacker.base + "/signin")
+        await page.wait_for_load_state("networkidle")
+        await page.close()
+    finally:
+        attacker.close()
+    await console.go("/tokens")
+    await expect(console.page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await console.sign_in("alice")

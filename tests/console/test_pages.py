@@ -168,3 +168,25 @@ async def test_over_https_the_cookies_are_host_prefixed(service: Running, alice:
         https.cookies.clear()
         https.cookies.set("datawell_session", session)
         assert (await https.get("/tokens")).status_code == 303
+
+
+async def test_unsafe_requests_a_browser_marks_as_from_another_origin_are_refused(
+    client: httpx.AsyncClient, service: Running, alice: Account
+) -> None:
+    """Fetch Metadata: even with the right token, a form a browser sends from another origin of
+    the site (another port: `same-site`) or another site is refused; the sign-in form too."""
+    own = await sign_in(client, alice)
+    form = {"csrf": own, "namespace": "sales", "name": "x", "field": "a", "field_description": "A"}
+    for where in ("same-site", "cross-site"):
+        assert (await client.post("/new-dataset", data=form, headers={"Sec-Fetch-Site": where})).status_code == 403
+        api = await client.post("/api/v1/ingest/new/sales/x", json={"schemaDefinition": {"a": "b"}},
+                                headers={"X-CSRF-Token": own, "Sec-Fetch-Site": where})  # fmt: skip
+        assert api.status_code == 401
+    transport = httpx.ASGITransport(app=service.asgi, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as visitor:
+        page = await visitor.get("/signin")
+        login = {"csrf": csrf_of(page), "token": alice.token}
+        assert (await visitor.post("/signin", data=login, headers={"Sec-Fetch-Site": "same-site"})).status_code == 403
+        assert (await visitor.post("/signin", data=login, headers={"Sec-Fetch-Site": "same-origin"})).status_code == 303
+    created = await client.post("/new-dataset", data=form, headers={"Sec-Fetch-Site": "same-origin"})
+    assert created.status_code == 303
