@@ -69,15 +69,15 @@ def own_origins(scope: Scope, settings: Settings) -> set[tuple[str, str, int]]:
     """The origins this service is reached at: the address it listens on (and, on loopback,
     the other loopback names), its public address, and the configured ones. Never the request's
     Host header: under DNS rebinding it names the attacker's domain."""
-    origins = {origin_key(url) for url in (settings.public_base_url or "", *settings.mcp_allowed_origins)}
+    configured = (origin_key(url) for url in (settings.public_base_url or "", *settings.mcp_allowed_origins))
+    origins = {key for key in configured if key is not None}
     server = scope.get("server")
     if server and server[1] is not None:
         scheme = scope.get("scheme", "http")
         host, port = str(server[0]), int(server[1])
         for name in LOOPBACK if host in LOOPBACK else (host,):
             origins.add((scheme, name.strip("[]"), port))
-    origins.discard(None)
-    return origins  # type: ignore[return-value]
+    return origins
 
 
 def origin_allowed(request: Request, settings: Settings) -> bool:
