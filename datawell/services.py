@@ -12,6 +12,7 @@ from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
+from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.db import Database
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
@@ -39,6 +40,7 @@ class Services:
     query_tools: QueryTools
     memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
     examples: VerifiedExamples  # verified question -> query pairs, checked as each caller
+    scheduler: ModelScheduler  # every model call of the process waits here for a slot
 
     async def close(self) -> None:
         await self.memory.close()
@@ -132,4 +134,11 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
         examples=VerifiedExamples(db, query_tools),
+        scheduler=build_scheduler(settings),
+    )
+
+
+def build_scheduler(settings: Settings) -> ModelScheduler:
+    return ModelScheduler(
+        Limits(slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user)
     )
