@@ -47,7 +47,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Wait:
-    """One finished wait: how long, and how many runs of other callers got a slot meanwhile."""
+    """One finished wait: how long, and the most runs of any one other caller that got a
+    slot meanwhile (round robin keeps it at 1 for a caller with one question at a time)."""
 
     caller: str
     priority: Priority
@@ -81,7 +82,7 @@ class Ticket:
         self.entered_at = scheduler.clock()
         self.granted_at: float | None = None
         self.released = False
-        self.passed_by = 0  # other callers' tickets granted while this one waited
+        self.passed_by: dict[str, int] = {}  # other caller -> their tickets granted while this one waited
         self._changed = asyncio.Event()
 
     @property
@@ -250,13 +251,14 @@ class ModelScheduler:
         self._waiting.remove(ticket)
         for other in self._waiting:
             if other.caller != ticket.caller:
-                other.passed_by += 1
+                other.passed_by[ticket.caller] = other.passed_by.get(ticket.caller, 0) + 1
         ticket.granted_at = self.clock()
         self._active += 1
         self._granted += 1
         self._running[ticket.caller] = self._running.get(ticket.caller, 0) + 1
         self._last_served[ticket.caller] = next(self._served)
-        self._waits.append(Wait(ticket.caller, ticket.priority, ticket.waited_seconds, ticket.passed_by))
+        passed = max(ticket.passed_by.values(), default=0)
+        self._waits.append(Wait(ticket.caller, ticket.priority, ticket.waited_seconds, passed))
         ticket._notify()
 
     def _notify_waiting(self) -> None:

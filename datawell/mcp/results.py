@@ -20,7 +20,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from datawell.errors import ERRORS, UNEXPECTED, DatawellError, InvalidInput, SubError
+from datawell.errors import ERRORS, UNEXPECTED, Busy, DatawellError, InvalidInput, SubError
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,10 @@ def tool_result(output: WireModel, *, lead: str | None = None) -> CallToolResult
     return CallToolResult(content=blocks, structured_content=content)
 
 
-def error_result(code: str, message: str, sub_errors: list[SubError] | None = None) -> CallToolResult:
+def error_result(
+    code: str, message: str, sub_errors: list[SubError] | None = None, **extra: Any
+) -> CallToolResult:
+    """`extra`: more members of the structured content (BUSY's `retryAfterSeconds`)."""
     subs = sub_errors or []
     text = "\n".join([f"{code}: {message}", *(f"- {s.message}" for s in subs)])
     return CallToolResult(
@@ -56,6 +59,7 @@ def error_result(code: str, message: str, sub_errors: list[SubError] | None = No
             "errorCode": code,
             "message": message,
             "subErrors": [{"code": s.code, "message": s.message} for s in subs],
+            **extra,
         },
         is_error=True,
     )
@@ -63,6 +67,8 @@ def error_result(code: str, message: str, sub_errors: list[SubError] | None = No
 
 def failure_result(exc: Exception) -> CallToolResult:
     """The one mapping from exceptions to tool errors, through `datawell.errors.ERRORS`."""
+    if isinstance(exc, Busy):
+        return error_result(exc.error_code, exc.message, retryAfterSeconds=exc.retry_after_seconds)
     if isinstance(exc, DatawellError):
         return error_result(exc.error_code, exc.message, exc.sub_errors)
     if isinstance(exc, ValidationError):
