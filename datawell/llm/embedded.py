@@ -118,9 +118,7 @@ def _server_error(chunk: dict[str, Any]) -> str | None:
 class EmbeddedRuntime:
     """The in-process model server, created on first use and kept for the process."""
 
-    def __init__(
-        self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0
-    ) -> None:
+    def __init__(self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> None:
         self.models_dir = models_dir
         self.threads = threads
         self.parallel = parallel
@@ -361,9 +359,7 @@ _registry_lock = threading.Lock()
 _provider: EmbeddedProvider | None = None
 
 
-def register(
-    models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0
-) -> EmbeddedRuntime:
+def register(models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> EmbeddedRuntime:
     """Make `embedded/...` a litellm provider in this process; nothing loads until a call.
 
     One model per process: a later registration with another folder, thread count,

@@ -47,9 +47,7 @@ def tool_result(output: WireModel, *, lead: str | None = None) -> CallToolResult
     return CallToolResult(content=blocks, structured_content=content)
 
 
-def error_result(
-    code: str, message: str, sub_errors: list[SubError] | None = None, **extra: Any
-) -> CallToolResult:
+def error_result(code: str, message: str, sub_errors: list[SubError] | None = None, **extra: Any) -> CallToolResult:
     """`extra`: more members of the structured content (BUSY's `retryAfterSeconds`)."""
     subs = sub_errors or []
     text = "\n".join([f"{code}: {message}", *(f"- {s.message}" for s in subs)])

@@ -93,7 +93,11 @@ async def test_queued_then_busy_on_every_surface(
             "method": "tools/call",
             "params": {"name": "ask_assistant", "arguments": {"namespace": sales, "question": "Who?"}},
         },
-        headers={**alice.headers, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"},
+        headers={
+            **alice.headers,
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
     )
     assert time.perf_counter() - started < BUSY_WITHIN
     result = mcp_result(mcp)
