@@ -382,6 +382,10 @@ def register(models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUEN
         return _provider.runtime
 
 
+def is_registered() -> bool:
+    return _provider is not None
+
+
 def runtime() -> EmbeddedRuntime:
     """The registered runtime (see `register`)."""
     if _provider is None:
