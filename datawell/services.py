@@ -3,9 +3,10 @@ built from settings (`build_services`, once per process or eval run) and handed 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from datawell.config import Settings
 from datawell.graphs.memory import ConversationMemory
@@ -41,6 +42,8 @@ class Services:
     memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
     examples: VerifiedExamples  # verified question -> query pairs, checked as each caller
     scheduler: ModelScheduler  # every model call of the process waits here for a slot
+    # Set when this process queues an ingestion: its worker claims it now, not at its next poll.
+    work_queued: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def close(self) -> None:
         await self.memory.close()

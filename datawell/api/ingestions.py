@@ -218,7 +218,8 @@ async def retry(request: Request, user: User) -> RetryResponse:
     async with request.state.services.db.session() as session:
         original, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
         attempt = await ingestions.retry(session, original, user)
-        return RetryResponse(id=uuid.UUID(attempt.id))
+    request.state.services.work_queued.set()
+    return RetryResponse(id=uuid.UUID(attempt.id))
 
 
 @router.operation(

@@ -222,6 +222,7 @@ async def complete(request: Request, user: User, body: CompleteRequest) -> Compl
     async with services.db.session() as session:
         await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
         ingestion = await enqueue(session, dataset.record, upload.key, upload.filename, upload.size, user)
+    services.work_queued.set()
     return CompleteResponse(id=ingestion.id, upload_id=upload.id, key=upload.key, status=ingestion.status)
 
 
