@@ -82,6 +82,7 @@ class Ticket:
         self.entered_at = scheduler.clock()
         self.granted_at: float | None = None
         self.released = False
+        self.entry_position: int | None = None  # where it stood when it entered, if it had to wait
         self.passed_by: dict[str, int] = {}  # other caller -> their tickets granted while this one waited
         self._changed = asyncio.Event()
 
@@ -100,8 +101,11 @@ class Ticket:
 
     async def positions(self) -> AsyncIterator[int]:
         """The position each time it changes while waiting; ends when the ticket holds a slot.
-        Yields nothing for a ticket granted at once."""
-        last: int | None = None
+        Yields nothing for a ticket granted at once; a ticket that had to wait yields at least
+        its place at entry, even when its slot came before anyone iterated this."""
+        last = self.entry_position
+        if last is not None:
+            yield last
         while not self.granted:
             if self.released:
                 raise asyncio.CancelledError("the ticket was released while it waited")
@@ -158,6 +162,8 @@ class ModelScheduler:
                 f"retry in {retry} s",
                 retry_after_seconds=retry,
             )
+        if not ticket.granted:
+            ticket.entry_position = self.position(ticket)
         self._notify_waiting()
         return ticket
 

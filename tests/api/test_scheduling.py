@@ -186,3 +186,32 @@ def mcp_result(response: httpx.Response) -> dict[str, Any]:
         data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
         return dict(json.loads(data[-1])["result"])
     return dict(response.json()["result"])
+
+
+async def test_a2a_status_updates_say_the_task_is_queued(
+    client: httpx.AsyncClient, services: Services, alice: Account, sales: str, fake: FakeRuns
+) -> None:
+    fake.hold = asyncio.Event()
+    view = services.scheduler.view
+    running = asyncio.create_task(client.post(AUTORAG, json=question(sales), headers={**alice.headers, **STREAM}))
+    await until(lambda: view().running == 1)
+    streaming = asyncio.create_task(
+        client.post(
+            "/api/v1/a2a/assistant",
+            json=rpc_body("SendStreamingMessage", {"message": wire_message("Who?", {"namespace": sales})}),
+            headers={**alice.headers, "A2A-Version": "1.0"},
+        )
+    )
+    await until(lambda: view().waiting == 1)
+    fake.hold.set()
+    await running
+    events = [
+        json.loads(line[5:])["result"] for line in (await streaming).text.splitlines() if line.startswith("data:")
+    ]
+    updates = [e["statusUpdate"]["status"] for e in events if "statusUpdate" in e]
+    queued = [u["message"] for u in updates if u.get("message", {}).get("messageId", "").endswith("-queued-1")]
+    assert queued and queued[0]["metadata"] == {"queuePosition": 1}
+    assert queued[0]["parts"][0]["text"] == "waiting for the model: number 1 in the queue"
+    messages = [u.get("message", {}).get("messageId", "") for u in updates]
+    assert messages.index(queued[0]["messageId"]) < next(i for i, m in enumerate(messages) if m.endswith("-plan"))
+    assert updates[-1]["state"] == "TASK_STATE_COMPLETED"
