@@ -128,7 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=60)
     parser.add_argument("--uploads", type=int, default=6, help="uploads in all (the first one right after start)")
-    parser.add_argument("--embed", default="minilm-static", choices=["minilm-static", "minilm", "off"])
+    parser.add_argument(
+        "--embed", default="minilm-static", choices=["minilm-static", "minilm", "off"], help="off: no row embeddings"
+    )
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
@@ -142,6 +144,7 @@ def main() -> None:
             data_dir=Path(folder),
             embedded_model_enabled=False,
             embeddings_enabled=args.embed != "off",
+            ingest_embed_rows=args.embed != "off",
             embeddings_model="minilm-static" if args.embed == "off" else args.embed,
         )
         token = asyncio.run(seed(settings))
