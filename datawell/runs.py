@@ -226,7 +226,7 @@ class Runs:
         stream = scheduled(ticket, events)
         # A run dropped before its stream was started never runs the stream's `finally`:
         # its ticket goes back when the stream is collected.
-        weakref.finalize(stream, ticket.release)
+        weakref.finalize(stream, ticket.release).atexit = False
         return Run(stream, conversation_id)
 
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
