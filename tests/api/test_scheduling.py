@@ -102,8 +102,8 @@ async def test_queued_then_busy_on_every_surface(
     assert time.perf_counter() - started < BUSY_WITHIN
     result = mcp_result(mcp)
     assert result["isError"] is True
-    assert result["structuredContent"]["errorCode"] == "BUSY"
-    assert result["structuredContent"]["retryAfterSeconds"] >= 1
+    assert result["_meta"]["errorCode"] == "BUSY"
+    assert result["_meta"]["retryAfterSeconds"] >= 1
 
     fake.hold.set()
     await running
