@@ -34,7 +34,7 @@ from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
-from datawell.llm.embeddings import StaticMiniLMEmbedder
+from datawell.llm.embeddings import MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.runs import Runs
@@ -76,7 +76,7 @@ def create_app(
         preloading = []
         if settings.embedded_model_preload and isinstance(services.models, LiteLLMChatModels):
             preloading.append(asyncio.create_task(services.models.preload()))
-        if isinstance(services.embedder, StaticMiniLMEmbedder):
+        if isinstance(services.embedder, StaticMiniLMEmbedder | MiniLMEmbedder):  # never on the first upload
             preloading.append(asyncio.create_task(services.embedder.preload()))
         try:
             async with AsyncExitStack() as stack:

@@ -68,6 +68,25 @@ class Settings(BaseSettings):
     embedded_model_preload: bool = Field(
         True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
+    embedded_model_parallel: int = Field(
+        2, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
+    )
+    embedded_model_batch: int = Field(
+        0,
+        ge=0,
+        description="Prompt tokens the embedded model evaluates per batch (llama.cpp's n_batch); 0 = its default.",
+    )
+
+    # The model scheduler (docs/operations.md): every model call of the process waits here.
+    model_slots: int = Field(
+        0,
+        ge=0,
+        description="Runs calling a model at once; 0 = the embedded model's parallel sequences. Set it for hosted models.",
+    )
+    model_queue: int = Field(
+        16, ge=0, description="Questions waiting for a slot at most; past it a question gets 503 with Retry-After."
+    )
+    model_runs_per_user: int = Field(2, ge=1, description="Runs of one user holding a slot at once.")
     embeddings_enabled: bool = True
     embeddings_model: Literal["minilm-static", "minilm"] = Field(
         "minilm-static",
@@ -177,6 +196,10 @@ class Settings(BaseSettings):
             return self.server
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def resolved_model_slots(self) -> int:
+        return self.model_slots or self.embedded_model_parallel
 
     @cached_property
     def resolved_database_url(self) -> str:

@@ -99,6 +99,15 @@ class WebSearchError(DatawellError):
     """The configured web-search provider failed or answered something unusable."""
 
 
+class Busy(DatawellError):
+    """Every model slot is taken and the queue in front of them is full; retry after
+    `retry_after_seconds` (REST: the `Retry-After` header; A2A and MCP: `retryAfterSeconds`)."""
+
+    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class InternalError(DatawellError):
     """Something unexpected failed; the cause is logged (and kept as `__cause__`), never shown."""
 
@@ -118,6 +127,7 @@ ERRORS: dict[type[DatawellError], ErrorMapping] = {
     IngestionFailed: ErrorMapping(422, "INGESTION_FAILED", INVALID_PARAMS),
     ModelError: ErrorMapping(502, "MODEL_ERROR", INTERNAL),
     WebSearchError: ErrorMapping(502, "WEB_SEARCH_ERROR", INTERNAL),
+    Busy: ErrorMapping(503, "BUSY", INTERNAL),
 }
 UNEXPECTED = ERRORS[InternalError]
 

@@ -12,6 +12,12 @@ request error. The returned `Run`'s `events()` then only streams the graph's eve
 (`datawell.graphs.events`): a failure during the run is its last event, `RunFailed`, which
 keeps the exception; nothing is raised. Closing the stream (a client gone) stops the graph.
 
+Every run takes a ticket of the model scheduler (`datawell.scheduler`) as its last check, so
+a full queue is a `Busy` error before anything streams. A run that must wait for a slot
+first streams `RunQueued(position)` each time its place changes, then the events below; a
+run that gets a slot at once streams exactly the events below. The slot is held until the
+stream ends or is closed.
+
 Event order:
 - nl2ql: QueryGenerated, RowsReady; or RunFailed.
 - assistant: RunStarted(conversation_id), PlanReady, then per step StepStarted and
@@ -25,6 +31,7 @@ state `runs`); tests hand it a subclass whose `*_events` yield canned events."""
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -36,12 +43,13 @@ from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.assistant.state import AssistantContext, CallerContext
 from datawell.graphs.curator.graph import build_graph as build_curator_graph
 from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState
-from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult, RunStarted
+from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunQueued, RunResult, RunStarted
 from datawell.graphs.memory import finished_turn
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
 from datawell.llm.models import Stage, StageChoices
+from datawell.scheduler import Priority, Ticket
 from datawell.services import Services
 from datawell.storage import agent_runs
 from datawell.storage.access import NamespaceRef, Permission, require
@@ -116,16 +124,21 @@ class Runs:
     async def start_nl2ql(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "query")
-        return Run(ending_in_failure(self.nl2ql_events(request)))
+        return self._scheduled(self._enter(request.user), ending_in_failure(self.nl2ql_events(request)))
 
     async def start_assistant(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "plan", "query", "answer")
-        conversation_id = await self._open_conversation(request)
-        async with self.services.db.session() as session:
-            record = await agent_runs.start(session, request.user, conversation_id, request.question)
+        ticket = self._enter(request.user)  # before the conversation: a refused run leaves none
+        try:
+            conversation_id = await self._open_conversation(request)
+            async with self.services.db.session() as session:
+                record = await agent_runs.start(session, request.user, conversation_id, request.question)
+        except BaseException:
+            ticket.release()
+            raise
         events = ending_in_failure(self.assistant_events(request, conversation_id))
-        return Run(self.recorded(record.id, conversation_id, events), conversation_id, record.id)
+        return self._scheduled(ticket, self.recorded(record.id, conversation_id, events), conversation_id, record.id)
 
     async def recorded(self, run_id: str, conversation_id: str, events: Events) -> Events:
         """`events`, and the run's record ended with them: completed with the answer and its
@@ -159,7 +172,9 @@ class Runs:
         async with self.services.db.session() as session:
             datasets = await list_datasets(session, request.namespace)
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
-        return Run(ending_in_failure(self.curator_events(request, datasets, focus)))
+        return self._scheduled(
+            self._enter(request.user), ending_in_failure(self.curator_events(request, datasets, focus))
+        )
 
     async def nl2ql_events(self, request: AskRequest) -> Events:
         graph = build_query_graph(query_deps(self.services))
@@ -233,6 +248,19 @@ class Runs:
             async for event in events:
                 yield event
 
+    def _enter(self, user: User) -> Ticket:
+        return self.services.scheduler.enter(user.id, Priority.QUESTION)
+
+    @staticmethod
+    def _scheduled(
+        ticket: Ticket, events: Events, conversation_id: str | None = None, run_id: str | None = None
+    ) -> Run:
+        stream = scheduled(ticket, events)
+        # A run dropped before its stream was started never runs the stream's `finally`:
+        # its ticket goes back when the stream is collected.
+        weakref.finalize(stream, ticket.release).atexit = False
+        return Run(stream, conversation_id, run_id)
+
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:
             await require(session, user, namespace, wanted)
@@ -274,6 +302,19 @@ async def ending_in_failure(events: Events) -> Events:
             internal = InternalError(RUN_FAILED)
             internal.__cause__ = exc
             yield RunFailed(error=internal)
+
+
+async def scheduled(ticket: Ticket, events: Events) -> Events:
+    """`events` once `ticket` holds a slot, after a `RunQueued` for each place it waited at;
+    closing this (a client gone, a cancelled task) gives the slot or the place back at once."""
+    try:
+        async for position in ticket.positions():
+            yield RunQueued(position=position)
+        async with aclosing(events):
+            async for event in events:
+                yield event
+    finally:
+        ticket.release()
 
 
 def query_deps(services: Services) -> QueryDeps:

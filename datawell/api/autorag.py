@@ -27,6 +27,7 @@ from datawell.graphs.events import (
     PlanReady,
     RunFailed,
     RunFinished,
+    RunQueued,
     RunStarted,
     StepFinished,
 )
@@ -40,14 +41,15 @@ router = Router("query")
 
 EVENT_STREAM = "text/event-stream"
 SSE_EVENTS = """Server-Sent Events, one JSON object in each `data:` line, in this order:
-`run-started` `{conversationId}` (always first; keep the id to continue the conversation),
+`queued` `{position}` (only while the run waits for the model, before anything else: its place, 1 = next; again each time it changes),
+`run-started` `{conversationId}` (first once the run has a slot; keep the id to continue the conversation),
 `plan` `{text, steps}` (the step instructions),
 per step `step` `{index, instruction, query, reasoning, data, error}` (`data` = the result rows; `error` is set when the step's query failed),
 `answer-delta` `{text}` (answer tokens, when the model streams),
 `answer` `{text}` (the whole answer),
 `run-finished` `{conversationId}`.
 A run that fails after it started ends with `error` (an ErrorResponse) instead of `run-finished`.
-Errors found before the run starts (401, 403, 404, 422; 502 when a stage has no usable model) are plain ErrorResponses, not streams.
+Errors found before the run starts (401, 403, 404, 422; 502 when a stage has no usable model; 503 with `Retry-After` when the model's queue is full) are plain ErrorResponses, not streams.
 Closing the connection cancels the run."""
 
 
@@ -110,7 +112,7 @@ class AutoRagResponse(ApiModel):
     summary="Answer a question from the data the caller can read",
     body=AutoRagRequest,
     response=AutoRagResponse,
-    errors=(403, 404, 415, 422, 502),
+    errors=(403, 404, 415, 422, 502, 503),
     streams={EVENT_STREAM: SSE_EVENTS},
     headers=(("Accept", f"`application/json` (default) or `{EVENT_STREAM}` for a stream of run events"),),
 )
@@ -173,6 +175,8 @@ async def sse_events(run: Run) -> AsyncIterator[ServerSentEvent]:
 def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
     """The SSE event for one graph event; None for events REST does not show (StepStarted)."""
     match event:
+        case RunQueued():
+            return _sse("queued", {"position": event.position})
         case RunStarted():
             return _sse("run-started", {"conversationId": event.conversation_id})
         case PlanReady():

@@ -543,6 +543,7 @@ async def ingest_rows(
     await services.objects.put(key, payload)
     async with services.db.session() as session:
         attempt = await ingestions.enqueue(session, dataset.record, key, name, len(payload), user)
+    services.work_queued.set()
     indexed = await stored(services, attempt.id)
     if body.link or body.curate:
         await link_after(ctx, user, dataset, body.link, activate=bool(body.curate))

@@ -217,7 +217,8 @@ async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion
     async with ctx.services.db.session() as session:
         session.add(ingestion)
         attempt = await ingestions.retry(session, ingestion, user)
-        return RetryResponse(id=uuid.UUID(attempt.id))
+    ctx.services.work_queued.set()
+    return RetryResponse(id=uuid.UUID(attempt.id))
 
 
 @router.operation(

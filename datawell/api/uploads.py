@@ -229,7 +229,9 @@ async def complete_upload(
         raise
     async with services.db.session() as session:
         await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
-        return await enqueue(session, dataset.record, upload.key, name or upload.filename, upload.size, user)
+        ingestion = await enqueue(session, dataset.record, upload.key, name or upload.filename, upload.size, user)
+    services.work_queued.set()
+    return ingestion
 
 
 async def assembled(objects: ObjectStore, upload: Upload) -> bool:

@@ -117,8 +117,9 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run attempts, up to `worker_concurrency` at once, until `stop` is set;
-        with every slot busy or the queue empty, look again every `worker_poll_seconds` or
-        as soon as an attempt ends."""
+        with every slot busy or the queue empty, look again every `worker_poll_seconds`, as
+        soon as an attempt ends, or as soon as this process queues one (`work_queued`: a
+        small upload then waits milliseconds, not up to a poll, to be claimed)."""
         log.info("ingestion worker %s started", self.name)
         settings = self.services.settings
         running: set[asyncio.Task[None]] = set()
@@ -137,10 +138,15 @@ class Worker:
                 except Exception:  # the database is unreachable: keep trying, do not die
                     log.exception("ingestion worker %s could not claim work", self.name)
                 stopping = asyncio.ensure_future(stop.wait())
+                queued = asyncio.ensure_future(self.services.work_queued.wait())
                 done, _ = await asyncio.wait(
-                    {stopping, *running}, timeout=settings.worker_poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                    {stopping, queued, *running},
+                    timeout=settings.worker_poll_seconds,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
                 stopping.cancel()
+                queued.cancel()
+                self.services.work_queued.clear()
                 running -= done
         finally:
             # Shutting down: each running attempt goes back to the queue (see `process`).

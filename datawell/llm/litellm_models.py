@@ -240,7 +240,12 @@ class LiteLLMChatModels:
         self.settings = settings
         self._models: dict[str, LiteLLMChatModel] = {}
         if settings.embedded_model_enabled:
-            embedded.register(settings.data_dir / "models", settings.embedded_model_threads)
+            embedded.register(
+                settings.data_dir / "models",
+                settings.embedded_model_threads,
+                settings.embedded_model_parallel,
+                settings.embedded_model_batch,
+            )
 
     def model_name(self, stage: Stage, choices: StageChoices | None = None) -> str:
         """The litellm name that serves `stage`; a `ModelError` when nothing can."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 
@@ -111,6 +112,17 @@ async def test_tokens_issue_and_revoke(client: httpx.AsyncClient, alice: Account
     assert "revoked" in (await client.get("/tokens")).text
     others = await client.post(f"/tokens/{bob.token_id}/revoke", data={"csrf": csrf})
     assert others.status_code == 404
+
+
+def test_a_queued_run_shows_its_place_where_the_plan_will_appear() -> None:
+    from datawell.console.ask import _render
+    from datawell.graphs.events import RunQueued
+
+    event = _render(RunQueued(position=2))
+    assert event is not None and event.event == "queued"
+    assert "number 2 in the queue" in str(event.data)
+    turn = (Path(__file__).parents[2] / "datawell/console/templates/ask_turn.html").read_text()
+    assert 'sse-swap="plan,queued"' in turn
 
 
 async def test_a_minted_visitor_pair_does_not_pass_for_a_session(
