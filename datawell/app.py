@@ -13,7 +13,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, rows, system, uploads
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -37,6 +37,7 @@ API_ROUTERS: list[Router] = [
     mcp.router,
     ontology.router,
     examples.router,
+    rows.router,
 ]
 
 

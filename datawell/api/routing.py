@@ -42,6 +42,9 @@ class Operation:
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
+    # A body field a text/plain body fills, for clients that send one value as text (the
+    # DataLinks SDK's renames); JSON bodies are taken as well.
+    text_field: str | None = None
 
 
 async def current_user(request: Request) -> User:
@@ -121,7 +124,7 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
         if op.query is not None:
             kwargs["query"] = parse_query(request, op.query)
         if op.body is not None:
-            kwargs["body"] = await parse_body(request, op.body)
+            kwargs["body"] = await parse_body(request, op.body, text_field=op.text_field)
         result = await op.endpoint(request, **kwargs)
         if isinstance(result, Response):
             return result
@@ -134,10 +137,20 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
-async def parse_body(request: Request, model: type[M]) -> M:
+async def parse_body(request: Request, model: type[M], *, text_field: str | None = None) -> M:
     """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
-    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422."""
+    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422;
+    with `text_field`, a text/plain body is that field's value."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if text_field is not None and media_type == "text/plain":
+        try:
+            text = (await request.body()).decode()
+        except UnicodeDecodeError:
+            raise InvalidInput("the body is not UTF-8 text") from None
+        try:
+            return model.model_validate({text_field: text.strip()})
+        except ValidationError as exc:
+            raise validation_error(exc) from None
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()
