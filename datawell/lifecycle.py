@@ -86,6 +86,7 @@ async def rename_dataset(stores: Stores, user: User, owner: str, namespace: str,
         if new != name and await find_dataset(session, target.namespace, new) is not None:
             raise Conflict(f"dataset {target.namespace}/{new} already exists")
         record = target.record
+        await _rewrite_examples(session, target, new)  # before the record takes its new name
         record.name = new
         old_prefix, new_prefix = f"{namespace}/{name}.", f"{namespace}/{new}."
         for column, dataset_column in (
@@ -94,7 +95,6 @@ async def rename_dataset(stores: Stores, user: User, owner: str, namespace: str,
         ):
             await _replace_prefix(session, column, old_prefix, new_prefix, dataset_column == record.id)
         await _bump_links(session, record.id)
-        await _rewrite_examples(session, target, new)
         await session.flush()
         return DatasetRef(record, target.namespace)
 
@@ -236,12 +236,11 @@ async def _rewrite_examples(
         if new is None:
             await session.delete(example)
             continue
-        where = moved_to or namespace
         for table in named:
             qualified = table.args.get("db") is not None
             table.set("this", exp.to_identifier(new, quoted=True))
-            if qualified:
-                table.set("db", exp.to_identifier(where.name, quoted=True))
+            if qualified and moved_to is not None:
+                table.set("db", exp.to_identifier(moved_to.name, quoted=True))
         example.query = named[0].root().sql(dialect=QL_DIALECT)
     return touched
 
