@@ -21,6 +21,7 @@ from datetime import date, datetime
 from typing import Any, BinaryIO, Literal
 
 import adbc_driver_manager as adbc
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,6 +34,7 @@ MEDIA_TYPES: dict[str, str] = {
     "parquet": "application/vnd.apache.parquet",
 }
 CHUNK = 1 << 16  # bytes read from the child at a time
+BATCH_ROWS = 65536  # rows a batch (and a Parquet row group) holds at most
 # What each field type is in the file; SQLite hands booleans as integers and timestamps as text.
 FILE_TYPES: dict[str, pa.DataType] = {
     "integer": pa.int64(),
@@ -133,6 +135,9 @@ def read_batches(job: ExportJob) -> Iterator[pa.RecordBatch]:
         for statement in ["BEGIN READ ONLY", *job.setup] if dialect != "sqlite" else []:
             _execute(connection, statement)
         with adbc.AdbcStatement(connection) as query:
+            if dialect == "sqlite":
+                # The driver's default, 1,024 rows a batch, would make as many Parquet row groups.
+                query.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
             query.set_sql_query(export_sql(job, dialect))
             handle, _ = query.execute_query()
             reader = pa.RecordBatchReader._import_from_c(handle.address)
@@ -182,13 +187,79 @@ def write(job: ExportJob, batches: Iterator[pa.RecordBatch], out: BinaryIO) -> N
     elif job.format == "csv":
         import pyarrow.csv as csv
 
-        with csv.CSVWriter(out, schema) as writer:
+        text_stamps = pa.schema([pa.field(f.name, pa.string()) if _stamp(f.type) else f for f in schema])
+        with csv.CSVWriter(out, text_stamps) as writer:
             for batch in batches:
-                writer.write_batch(batch)
+                writer.write_batch(_stamps_as_text(batch, text_stamps))
     else:
         for batch in batches:
+            if batch.num_rows:
+                out.write(_json_lines(batch))
+
+
+def _stamp(kind: pa.DataType) -> bool:
+    return pa.types.is_timestamp(kind)
+
+
+def _stamps_as_text(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """UTC timestamps as `2024-05-01 10:00:00.000000Z`, what Arrow's CSV writer would print,
+    formatted without a time zone lookup per value (fifty times faster)."""
+    columns = [
+        pc.binary_join_element_wise(column.cast(pa.timestamp("us")).cast(pa.string()), "Z", "")
+        if _stamp(column.type)
+        else column
+        for column in batch.columns
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+# What JSON strings escape besides `\\` and `"`; any other control character sends its batch
+# down the slow path, which escapes everything.
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_OTHER_CONTROL = r"[\x00-\x07\x0b\x0e-\x1f]"
+
+
+def _json_lines(batch: pa.RecordBatch) -> bytes:
+    """The batch as JSON Lines, built column by column with Arrow kernels (a row at a time in
+    Python costs thirty times as much); batches they cannot spell exactly go row by row."""
+    parts: list[Any] = []
+    for index, (name, column) in enumerate(zip(batch.schema.names, batch.columns, strict=True)):
+        text = _json_column(column)
+        if text is None:
             lines = (json.dumps(row, default=_json_default, ensure_ascii=False) for row in batch.to_pylist())
-            out.write(("\n".join(lines) + "\n").encode() if batch.num_rows else b"")
+            return ("\n".join(lines) + "\n").encode()
+        parts += [("{" if index == 0 else ", ") + json.dumps(name, ensure_ascii=False) + ": ", text]
+    parts.append("}\n")
+    return _string_bytes(pc.binary_join_element_wise(*parts, ""))
+
+
+def _string_bytes(strings: pa.Array) -> bytes:
+    """The values of a string array without nulls, back to back (as Arrow keeps them)."""
+    _, offsets, data = strings.buffers()
+    bounds = np.frombuffer(offsets, dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    return data[int(bounds[0]) : int(bounds[-1])].to_pybytes()
+
+
+def _json_column(column: pa.Array) -> pa.Array | None:
+    """Each value as JSON text (`null` for none); None when a value needs the slow path."""
+    kind = column.type
+    if pa.types.is_string(kind):
+        if pc.any(pc.match_substring_regex(column, _OTHER_CONTROL)).as_py():
+            return None
+        text = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
+        for raw, escaped in _ESCAPES.items():
+            text = pc.replace_substring(text, raw, escaped)
+        text = pc.binary_join_element_wise('"', text, '"', "")
+    elif pa.types.is_timestamp(kind):
+        naive = pc.replace_substring(column.cast(pa.timestamp("us")).cast(pa.string()), " ", "T", max_replacements=1)
+        text = pc.binary_join_element_wise('"', naive, 'Z"', "")
+    elif pa.types.is_floating(kind):
+        if pc.any(pc.or_(pc.is_nan(column), pc.is_inf(column))).as_py():
+            return None
+        text = column.cast(pa.string())
+    else:
+        text = column.cast(pa.string())
+    return pc.fill_null(text, "null")
 
 
 def _json_default(value: Any) -> Any:
