@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -268,10 +270,30 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+def read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
+    """`batches`, read by a thread of their own while the caller writes the ones before (the
+    driver and Arrow's writers let go of the GIL): reading and writing overlap."""
+    ready: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue(depth)
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                ready.put(batch)
+            ready.put(None)
+        except BaseException as exc:  # raised again where the batches are consumed
+            ready.put(exc)
+
+    threading.Thread(target=read, daemon=True).start()
+    while (item := ready.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
 def main() -> None:
     raw = json.loads(sys.stdin.buffer.read())
     job = ExportJob(**raw)
-    batches = read_batches(job)
+    batches = read_ahead(read_batches(job))
     first = next(batches, None)  # the query ran: only now does the file begin
 
     def everything() -> Iterator[pa.RecordBatch]:
