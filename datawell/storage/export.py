@@ -27,8 +27,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datawell.errors import InternalError
-
 Format = Literal["jsonl", "csv", "parquet"]
 MEDIA_TYPES: dict[str, str] = {
     "jsonl": "application/x-ndjson",
@@ -37,6 +35,7 @@ MEDIA_TYPES: dict[str, str] = {
 }
 CHUNK = 1 << 16  # bytes read from the child at a time
 BATCH_ROWS = 65536  # rows a batch (and a Parquet row group) holds at most
+BATCH_BYTES = 4 << 20  # PostgreSQL: about how large a batch the driver reads
 # What each field type is in the file; SQLite hands booleans as integers and timestamps as text.
 FILE_TYPES: dict[str, pa.DataType] = {
     "integer": pa.int64(),
@@ -92,11 +91,24 @@ async def stream(job: ExportJob) -> AsyncIterator[bytes]:
     try:
         first = await process.stdout.read(CHUNK)
         if not first and await process.wait() != 0:
-            raise InternalError(f"the export failed: {(await process.stderr.read()).decode(errors='replace')[-500:]}")
+            raise ExportRefused(_last_line(await process.stderr.read()))
     except BaseException:
         await _stop(process)
         raise
     return _rest(process, first)
+
+
+class ExportRefused(Exception):
+    """The store refused the export's query before the file began (the child's last words)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _last_line(stderr: bytes) -> str:
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1][:500] if lines else "the export process failed"
 
 
 async def _rest(process: asyncio.subprocess.Process, first: bytes) -> AsyncIterator[bytes]:
@@ -140,6 +152,9 @@ def read_batches(job: ExportJob) -> Iterator[pa.RecordBatch]:
             if dialect == "sqlite":
                 # The driver's default, 1,024 rows a batch, would make as many Parquet row groups.
                 query.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            else:
+                # Its default (16 MB batches), read ahead while one is written, passed 300 MB.
+                query.set_options(**{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)})
             query.set_sql_query(export_sql(job, dialect))
             handle, _ = query.execute_query()
             reader = pa.RecordBatchReader._import_from_c(handle.address)
@@ -185,7 +200,7 @@ def write(job: ExportJob, batches: Iterator[pa.RecordBatch], out: BinaryIO) -> N
 
         with pq.ParquetWriter(out, schema) as writer:
             for batch in batches:
-                writer.write_batch(batch)
+                writer.write_batch(batch, row_group_size=BATCH_ROWS)
     elif job.format == "csv":
         import pyarrow.csv as csv
 
@@ -270,7 +285,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
+def read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 1) -> Iterator[pa.RecordBatch]:
     """`batches`, read by a thread of their own while the caller writes the ones before (the
     driver and Arrow's writers let go of the GIL): reading and writing overlap."""
     ready: queue.Queue[pa.RecordBatch | BaseException | None] = queue.Queue(depth)

@@ -24,11 +24,12 @@ from sqlglot.errors import ParseError
 
 from datawell.errors import InvalidInput, QueryError, SubError
 from datawell.storage.access import NamespaceRef
-from datawell.storage.export import ExportJob, Format, stream
+from datawell.storage.export import ExportJob, ExportRefused, Format, stream
 from datawell.storage.tables import User
 from datawell.tools.checker import QL_DIALECT, CompiledQuery
 from datawell.tools.ql import QueryTools
-from datawell.tools.results import dataset_stub, json_value
+from datawell.tools.results import dataset_stub, json_value, query_error
+from datawell.tools.sandbox import Refusal
 from datawell.tools.sandbox.postgres import PostgresSandbox
 
 MAX_FILTER = 4000  # characters
@@ -137,4 +138,7 @@ class DatasetRows:
         setup = await sandbox.reader_setup([table.physical]) if isinstance(sandbox, PostgresSandbox) else []
         url = self.tools.rows.engine.url.render_as_string(hide_password=False)
         job = ExportJob(url, compiled.sql, {c: compiled.kinds.get(c, "text") for c in columns}, format, setup)
-        return await stream(job)
+        try:
+            return await stream(job)
+        except ExportRefused as refused:
+            raise query_error(Refusal(refused.message), compiled, self.tools.time_limit_seconds) from None

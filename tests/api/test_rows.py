@@ -118,6 +118,21 @@ async def test_a_filter_may_not_reach_other_tables(
         assert response.status_code == 422
 
 
+async def test_a_filter_the_store_refuses_is_a_422_naming_no_row_table(
+    client, services: Services, alice: Account, orders
+) -> None:
+    """PostgreSQL refuses to compare text with a number (SQLite compares them): a 422 with the
+    store's words, for a page and for a file, never a 500 or a cut file."""
+    for format in ("json", "csv"):
+        response = await client.get(ROWS, params={"filter": "customer > 5", "format": format}, headers=alice.headers)
+        if services.rows.dialect == "sqlite":
+            assert response.status_code == 200
+            continue
+        assert response.status_code == 422, response.text
+        message = response.json()["message"]
+        assert message.startswith("the database refused the query") and "ds_" not in message
+
+
 async def test_access_is_the_query_rule(client, services: Services, alice: Account, bob: Account, orders) -> None:
     response = await client.get(ROWS, headers=bob.headers)
     assert response.status_code == 403 and response.json()["error_code"] == "FORBIDDEN"
