@@ -23,6 +23,7 @@ from datawell.storage.datasets import (
     readable_datasets,
 )
 from datawell.storage.tables import Dataset, User
+from datawell.storage.users import NAME_PATTERN
 
 router = Router("datasets")
 
@@ -132,7 +133,11 @@ class DefinitionUpdate(ApiModel):
         None,
         description="The whole new schema, field name -> description. A new field becomes a nullable (text) "
         "column; a field left out is removed, which is refused (409) while rows hold values in it unless force=true.",
-        json_schema_extra={"maxProperties": MAX_FIELDS, "propertyNames": {"pattern": FIELD_PATTERN_TEXT}},
+        json_schema_extra={
+            "minProperties": 1,
+            "maxProperties": MAX_FIELDS,
+            "propertyNames": {"pattern": FIELD_PATTERN_TEXT},
+        },
     )
 
 
@@ -141,7 +146,8 @@ class DefinitionQuery(ApiModel):
 
 
 class RenameRequest(ApiModel):
-    name: str = Field(description="The new name.")
+    # Checked by the rename, which says what a name may hold.
+    name: str = Field(description="The new name.", json_schema_extra={"pattern": NAME_PATTERN.pattern})
 
 
 class NamespaceResponse(ApiModel):
