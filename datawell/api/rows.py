@@ -10,10 +10,9 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from datawell.api.routing import Router
+from datawell.api.routing import Context, DatasetPath, Router
 from datawell.api.schemas import ApiModel
 from datawell.errors import InvalidInput, SubError
-from datawell.services import Services
 from datawell.storage.datasets import readable_dataset
 from datawell.storage.export import MEDIA_TYPES, Format
 from datawell.storage.tables import User
@@ -90,20 +89,23 @@ def chosen_columns(query: RowsQuery, schema: dict[str, str]) -> list[str]:
     query=RowsQuery,
     response=RowsPageResponse,
     errors=(403, 404, 422),
+    params=DatasetPath,
     streams={
         MEDIA_TYPES["jsonl"]: "every matching row, one JSON object a line (format=jsonl)",
         MEDIA_TYPES["csv"]: "every matching row as CSV with a header line (format=csv)",
         MEDIA_TYPES["parquet"]: "every matching row as one Parquet file (format=parquet)",
     },
 )
-async def rows(request: Request, user: User, query: RowsQuery) -> RowsPageResponse | Response:
+async def rows(
+    request: Request, ctx: Context, user: User, query: RowsQuery, path: DatasetPath
+) -> RowsPageResponse | Response:
     """A page of the dataset's rows in `__id` order, or with `format` (or an Accept header of
     one of the file types) every matching row as a file, streamed. Pages are stable under
     appends: rows published while paging never shift the pages that follow."""
-    services: Services = request.state.services
-    params = request.path_params
+    services = ctx.services
+    # The hot read: access and the dataset in one round trip; the rows query checks access again.
     namespace, dataset = await readable_dataset(
-        services.db.direct, user, params["username"], params["namespace"], params["datasetName"]
+        services.db.direct, user, path.owner_for(user), path.namespace, path.dataset_name
     )
     columns = chosen_columns(query, dataset.schema_definition)
     condition = parse_filter(query.filter) if query.filter is not None else None
