@@ -24,6 +24,7 @@ from datawell.api import (
     ingestions,
     mcp,
     ontology,
+    rows,
     system,
     uploads,
 )
@@ -50,6 +51,7 @@ API_ROUTERS: list[Router] = [
     mcp.router,
     ontology.router,
     examples.router,
+    rows.router,
     # After SPEC's routes: a SPEC path wins where the SDK's paths overlap it.
     datalinks.router,
     datalinks_query.router,

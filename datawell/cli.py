@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from datawell.commands import ask, data, demo, upload
+from datawell.commands import ask, data, demo, rows, upload
 from datawell.commands.examples import examples_app
 from datawell.commands.local import Metadata, run, run_metadata
 from datawell.config import Settings
@@ -200,6 +200,12 @@ app.command()(data.datasets)
 app.command()(data.attempts)
 app.command()(data.retry)
 app.command()(data.clear)
+app.command()(data.update)
+app.command()(data.rename)
+app.command("rename-namespace")(data.rename_namespace)
+app.command()(data.delete)
+app.command()(rows.rows)
+app.command()(rows.export)
 app.command()(ask.ask)
 app.command()(demo.demo)
 

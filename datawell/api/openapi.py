@@ -101,6 +101,10 @@ def _operation(op: Operation, refs: dict[Any, Any], schemas: dict[str, Any]) -> 
     if op.body is not None:
         body = _schema(op.body, refs, schemas)
         doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        if op.text_field is not None:
+            field = op.body.model_json_schema(by_alias=True)["properties"][op.text_field]
+            text = {**field, "description": f"the value of `{op.text_field}` alone, as text"}
+            doc["requestBody"]["content"]["text/plain"] = {"schema": text}
     success: dict[str, Any] = {"description": "Success"}
     if op.response is not None:
         success["content"] = {"application/json": {"schema": _schema(op.response, refs, schemas)}}

@@ -159,6 +159,9 @@ class Operation:
     also: tuple[int, ...] = ()  # other success statuses, with the same body (DataLinks SDK routes)
     params: type[PathModel] | None = None  # the handler gets it as `path`
     resolve: Resolver[Any, Any] | None = None  # the handler gets what it resolves as `resolve.name`
+    # A body field a text/plain body fills, for clients that send one value as text (the
+    # DataLinks SDK's renames); JSON bodies are taken as well.
+    text_field: str | None = None
 
 
 async def current_user(request: Request, ctx: Context) -> User:
@@ -258,7 +261,7 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
         if op.query is not None:
             kwargs["query"] = parse_query(request, op.query)
         if op.body is not None:
-            kwargs["body"] = await parse_body(request, op.body)
+            kwargs["body"] = await parse_body(request, op.body, text_field=op.text_field)
         if path_model is not None:
             path = parse_path(request, path_model)
             if op.params is not None:
@@ -277,10 +280,20 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
-async def parse_body(request: Request, model: type[M]) -> M:
+async def parse_body(request: Request, model: type[M], *, text_field: str | None = None) -> M:
     """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
-    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422."""
+    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422;
+    with `text_field`, a text/plain body is that field's value."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if text_field is not None and media_type == "text/plain":
+        try:
+            text = (await request.body()).decode()
+        except UnicodeDecodeError:
+            raise InvalidInput("the body is not UTF-8 text") from None
+        try:
+            return model.model_validate({text_field: text.strip()})
+        except ValidationError as exc:
+            raise validation_error(exc) from None
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()

@@ -129,15 +129,18 @@ class QueryTools:
         """The query as it will run (rewritten, transpiled); raises QueryError when refused."""
         return (await self.prepare(user, namespace, query)).sql
 
-    async def prepare(self, user: User, namespace: NamespaceRef, query: str) -> CompiledQuery:
-        """Authorise, parse, resolve tables, compile: everything but running."""
+    async def prepare(
+        self, user: User, namespace: NamespaceRef, query: str, *, row_cap: int | None = None
+    ) -> CompiledQuery:
+        """Authorise, parse, resolve tables, compile: everything but running. `row_cap`: another
+        cap than the service's (an export reads every row)."""
         async with self.db.session() as session:
             await require_read(session, user, namespace)
             parsed = parse(query)
             resolver = TableResolver(session, user, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
-        return compile_query(parsed, tables, self.target, self.row_cap)
+        return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
 
     async def resolve(
         self, user: User, namespace: NamespaceRef, references: list[TableRef]

@@ -125,6 +125,62 @@ def test_a_queued_run_shows_its_place_where_the_plan_will_appear() -> None:
     assert 'sse-swap="plan,queued"' in turn
 
 
+async def test_a_datasets_rows_page_by_cursor_and_download(
+    client: httpx.AsyncClient, services: Services, alice: Account
+) -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    from tests.ingest.support import create_dataset, drain, upload
+
+    await create_dataset(client, alice, body={"schemaDefinition": {"n": "A number"}})
+    await upload(services, "alice", "n.csv", ("n\n" + "".join(f"{i}\n" for i in range(1, 61))).encode())
+    await drain(services)
+    await sign_in(client, alice)
+    first = await client.get("/datasets/alice/sales/orders")
+    assert "50 rows of 60" in first.text and "First page" not in first.text
+    cursor = re.search(r'href="\?cursor=([^"]+)">Next', first.text)
+    assert cursor is not None
+    second = await client.get(f"/datasets/alice/sales/orders?cursor={cursor.group(1)}")
+    assert "10 rows of 60" in second.text and "← First page" in second.text and "Next →" not in second.text
+    assert "<td>60</td>" in second.text and "<td>1</td>" not in second.text
+    for format in ("parquet", "csv", "jsonl"):
+        assert f'href="/datasets/alice/sales/orders/rows.{format}"' in first.text
+    download = await client.get("/datasets/alice/sales/orders/rows.parquet")
+    assert download.status_code == 200
+    assert pq.read_table(io.BytesIO(download.content)).column("n").to_pylist() == list(range(1, 61))
+    csv = await client.get("/datasets/alice/sales/orders/rows.csv", params={"filter": "n > 58"})
+    assert csv.text.splitlines() == ['"n"', "59", "60"]
+    assert (await client.get("/datasets/alice/sales/orders/rows.xml")).status_code == 404
+
+
+async def test_edit_rename_and_delete_a_dataset(client: httpx.AsyncClient, alice: Account, sales: str) -> None:
+    csrf = await sign_in(client, alice)
+    page = await client.get("/datasets/alice/sales/orders/edit")
+    assert 'value="customer"' in page.text
+    form = {"csrf": csrf, "name": "purchases", "description": "Shop orders",
+            "field": ["customer", "total", "placed"], "field_description": ["Who", "EUR", "When"]}  # fmt: skip
+    saved = await client.post("/datasets/alice/sales/orders/edit", data=form)
+    assert saved.status_code == 303 and saved.headers["location"].startswith("/datasets/alice/sales/purchases")
+    shown = await client.get(saved.headers["location"])
+    assert (
+        "Saved sales/purchases." in shown.text and "<code>placed</code>" in shown.text and "Shop orders" in shown.text
+    )
+    bad = await client.post(
+        "/datasets/alice/sales/purchases/edit", data={**form, "field": ["1x"], "field_description": ["?"]}
+    )
+    assert bad.status_code == 422 and 'value="1x"' in bad.text
+
+    confirm = await client.get("/datasets/alice/sales/purchases/delete")
+    assert "Delete alice/sales/purchases?" in confirm.text
+    deleted = await client.post("/datasets/alice/sales/purchases/delete", data={"csrf": csrf})
+    assert deleted.status_code == 303
+    home = await client.get(deleted.headers["location"])
+    assert "Deleted sales/purchases: 0 rows" in home.text
+    assert (await client.get("/api/v1/datasets/alice/sales/purchases", headers=alice.headers)).status_code == 404
+
+
 async def test_a_minted_visitor_pair_does_not_pass_for_a_session(
     client: httpx.AsyncClient, service: Running, alice: Account, bob: Account, sales: str
 ) -> None:

@@ -34,14 +34,11 @@ BRANDS = [
 # The SDK's 55 public calls: the 54 public methods of DataLinksAPI and the README's part
 # upload (a PUT to a presigned URL); True where a test below drives it.
 PART_UPLOAD = "PUT presigned part URL"
-# Routes of h-rows (dataset lifecycle at the SDK's paths), built on another branch: their tests
-# below run once the server documents the routes; then mark them True.
-H_ROWS = "h-rows"
 CALLS = {
     PART_UPLOAD: True,
     "ingest": True,
     "create_space": True,
-    "update_infer_definition": H_ROWS,
+    "update_infer_definition": True,
     "infer_dataset_description": True,
     "update_sort_order": True,
     "prepare_multipart_upload": True,
@@ -50,8 +47,8 @@ CALLS = {
     "list_ingestions": True,
     "wait_for_ingestion": True,
     "get_dataset_info": True,
-    "delete_dataset": H_ROWS,
-    "rename_dataset": H_ROWS,
+    "delete_dataset": True,
+    "rename_dataset": True,
     "clear_dataset": True,
     "add_link": True,
     "preview_links": True,
@@ -70,7 +67,7 @@ CALLS = {
     "get_ontology": True,
     "save_ontology": True,
     "curate_links": True,
-    "rename_namespace": H_ROWS,
+    "rename_namespace": True,
     "list_namespaces": True,
     "list_all_datasets_schema": True,
     "list_datasets_in_namespace_schema": True,
@@ -103,8 +100,7 @@ def test_the_count_covers_every_public_call_of_the_sdk() -> None:
     public -= {"close"}
     assert public | {PART_UPLOAD} == set(CALLS)
     assert len(CALLS) == 55
-    assert sum(value is True for value in CALLS.values()) == 47
-    assert sum(value == H_ROWS for value in CALLS.values()) == 4
+    assert sum(value is True for value in CALLS.values()) == 51
 
 
 def fresh(server: Server, rows: list[dict] | None = None, namespace: str = "shop") -> tuple[str, object]:
@@ -448,17 +444,7 @@ def test_usage_history_and_by_day(server: Server) -> None:
     assert api.get_usage_by_day(timezone="Mars/Olympus") is None  # 422
 
 
-def documented(server: Server, path: str) -> bool:
-    return path in requests.get(f"{server.host}/openapi.json", timeout=30).json()["paths"]
-
-
-def needs_h_rows(server: Server, path: str) -> None:
-    if not documented(server, "/api/v1" + path):
-        pytest.skip(f"{path} is h-rows's route, not merged here")
-
-
 def test_update_infer_definition(server: Server) -> None:
-    needs_h_rows(server, "/data/{username}/{namespace}/{datasetName}/inferDefinition")
     _, api = fresh(server, PRODUCTS)
     api.update_infer_definition(data_description="Razors and brushes", schema_definition={"brand": "Maker"})
     info = api.get_dataset_info()
@@ -467,7 +453,6 @@ def test_update_infer_definition(server: Server) -> None:
 
 
 def test_rename_and_delete_dataset(server: Server) -> None:
-    needs_h_rows(server, "/data/{username}/{namespace}/{datasetName}/balefire")
     name, api = fresh(server, PRODUCTS)
     renamed = name + "x"
     api.rename_dataset(renamed)
@@ -480,7 +465,6 @@ def test_rename_and_delete_dataset(server: Server) -> None:
 
 
 def test_rename_namespace(server: Server) -> None:
-    needs_h_rows(server, "/data/{username}/{namespace}/rename")
     namespace = "n" + uuid.uuid4().hex[:8]
     name, api = fresh(server, PRODUCTS, namespace=namespace)
     api.rename_namespace(namespace + "x")
