@@ -446,10 +446,15 @@ def test_usage_history_and_by_day(server: Server) -> None:
 
 def test_update_infer_definition(server: Server) -> None:
     _, api = fresh(server, PRODUCTS)
-    api.update_infer_definition(data_description="Razors and brushes", schema_definition={"brand": "Maker"})
+    schema = dict(api.get_dataset_info().metadata.schema_definition.root)
+    api.update_infer_definition(data_description="Razors and brushes", schema_definition={**schema, "brand": "Maker"})
     info = api.get_dataset_info()
     assert info.metadata.data_description.root == "Razors and brushes"
-    assert info.metadata.schema_definition.root["brand"] == "Maker"
+    assert info.metadata.schema_definition.root == {**schema, "brand": "Maker"}
+    assert "brand" in info.metadata.column_names
+    with pytest.raises(DataLinksRequestError) as refused:  # a field that rows use is not dropped unasked
+        api.update_infer_definition(schema_definition={"brand": "Maker"})
+    assert refused.value.status_code == 409
 
 
 def test_rename_and_delete_dataset(server: Server) -> None:
