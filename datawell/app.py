@@ -8,12 +8,16 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
+from opentelemetry.instrumentation.starlette import StarletteInstrumentor
+from opentelemetry.sdk.trace import SpanProcessor
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
 from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api import metrics as metrics_api
+from datawell.api import runs as run_api
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -24,6 +28,8 @@ from datawell.ingest.worker import running_worker
 from datawell.llm.embeddings import StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
+from datawell.observability import tracing
+from datawell.observability.http import RequestMetrics
 from datawell.runs import Runs
 from datawell.services import API_PREFIX, Overrides, Services, build_services
 
@@ -37,6 +43,7 @@ API_ROUTERS: list[Router] = [
     mcp.router,
     ontology.router,
     examples.router,
+    run_api.router,
 ]
 
 
@@ -44,9 +51,12 @@ def create_app(
     settings: Settings | None = None,
     overrides: Overrides | None = None,
     runs: Callable[[Services], Runs] = Runs,
+    spans: SpanProcessor | None = None,
 ) -> Starlette:
-    """`runs` starts the graph runs of every request; tests pass canned ones."""
+    """`runs` starts the graph runs of every request; tests pass canned ones, and `spans` to
+    see the traces whatever the `OTEL_*` settings say."""
     settings = settings or Settings()
+    tracer_provider = tracing.configure(settings, spans)
     agents = AgentServer()
     mcp_server = McpServer()
 
@@ -73,18 +83,23 @@ def create_app(
                 await load  # a load in a thread cannot be stopped, only waited for
             await agents.aclose()
             await services.close()
+            tracing.shutdown()
 
     routes: list[BaseRoute] = []
     for router in API_ROUTERS:
         routes.extend(router.routes(API_PREFIX))
     routes.extend(system.router.routes(""))
+    routes.extend(metrics_api.routes(settings))
     routes.extend(console_routes())
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+        middleware=[Middleware(RequestMetrics, routes=routes), Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
     )
+    if tracing.enabled(settings) or spans is not None:
+        # Outermost: the request's span is current in every middleware and handler below.
+        StarletteInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.mcp = mcp_server
