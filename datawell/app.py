@@ -95,7 +95,9 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(RequestMetrics, routes=routes), Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+        # RequestMetrics innermost: it reads the route the router leaves in the scope, and
+        # ConsoleCookies hands on a copy of the scope.
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX), Middleware(RequestMetrics)],
     )
     if tracing.enabled(settings) or spans is not None:
         # Outermost: the request's span is current in every middleware and handler below.

@@ -5,35 +5,19 @@ the request's span (W3C Trace Context), so a client can find its trace."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any
 
 from opentelemetry import trace
-from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from datawell.observability import metrics
 
 
-def route_templates(routes: Iterable[BaseRoute], prefix: str = "") -> dict[Any, str]:
-    """Each endpoint's path template (the first route that names it); a mount's whole subtree
-    counts under its prefix."""
-    found: dict[Any, str] = {}
-    for route in routes:
-        if isinstance(route, Route):
-            found.setdefault(route.endpoint, prefix + route.path)
-        elif isinstance(route, Mount):
-            found.setdefault(route.app, prefix + route.path + "/{path}")
-    return found
-
-
 class RequestMetrics:
-    """ASGI middleware; give it the app's routes (their templates are looked up by endpoint,
-    which Starlette's router leaves in the scope)."""
+    """ASGI middleware, inside any that copies the scope: Starlette's router leaves the route
+    it chose in the scope (`scope["route"]`), whose path is the template."""
 
-    def __init__(self, app: ASGIApp, routes: Iterable[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.templates = route_templates(routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -55,5 +39,5 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = self.templates.get(scope.get("endpoint"), metrics.UNMATCHED_ROUTE)
+            route = getattr(scope.get("route"), "path", metrics.UNMATCHED_ROUTE)
             metrics.http_request(route, scope["method"], status, time.perf_counter() - started)

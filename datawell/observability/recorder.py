@@ -313,7 +313,7 @@ class GraphCallbacks(BaseCallbackHandler):
     ) -> None:
         metadata = metadata or {}
         stage = next((t[len(STAGE_TAG) :] for t in tags or [] if t.startswith(STAGE_TAG)), None)
-        model = metadata.get("ls_model_name") or kwargs.get("name") or "unknown"
+        model = metadata.get("ls_model_name") or (serialized or {}).get("name") or "unknown"
         self.recorder.model_started(
             run_id, stage or str(metadata.get("langgraph_node", "unknown")), str(model), messages[0] if messages else []
         )
