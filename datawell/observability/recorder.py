@@ -98,10 +98,10 @@ class RunRecorder:
 
     # graph nodes
 
-    def node_started(self, run_id: UUID, name: str, graph: str) -> None:
+    def node_started(self, run_id: UUID, name: str) -> None:
         parent_index, parent = self._parent()
-        span = self._child_span(f"node {name}", parent, {"datawell.node": name, "datawell.graph": graph})
-        self.record.stages.append(StageRecord(name=name, graph=graph, parent=parent_index, start=self._now()))
+        span = self._child_span(f"node {name}", parent, {"datawell.node": name})
+        self.record.stages.append(StageRecord(name=name, parent=parent_index, start=self._now()))
         self._nodes[run_id] = _Open(len(self.record.stages) - 1, span, time.perf_counter())
         self._open_nodes.append(run_id)
 
@@ -292,7 +292,7 @@ class GraphCallbacks(BaseCallbackHandler):
         node = (metadata or {}).get("langgraph_node")
         # A node's own run carries its name; the runnables inside it carry theirs.
         if node and kwargs.get("name") == node:
-            self.recorder.node_started(run_id, node, str((metadata or {}).get("langgraph_path", ("",))[0] or ""))
+            self.recorder.node_started(run_id, node)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self.recorder.node_ended(run_id)

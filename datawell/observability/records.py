@@ -21,7 +21,6 @@ class StageRecord(Wire):
     """A graph node that ran (nested graphs' nodes have their node as `parent`)."""
 
     name: str
-    graph: str = ""
     parent: int | None = None  # index of the enclosing stage in `stages`
     start: float
     seconds: float = 0.0
