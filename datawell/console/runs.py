@@ -76,10 +76,7 @@ def timeline(run: dict[str, Any]) -> list[Bar]:
     bars: list[Bar] = []
     for index, stage in enumerate(run["stages"]):
         left, width = place(stage)
-        graph = f"{stage['graph']} " if stage["graph"] else ""
-        bars.append(
-            Bar("stage", stage["name"], depths[index], left, width, stage["seconds"], graph.strip(), stage["error"])
-        )
+        bars.append(Bar("stage", stage["name"], depths[index], left, width, stage["seconds"], "", stage["error"]))
         bars.extend(sorted(children.get(index, []), key=lambda b: b.left))
     bars.extend(children.get(None, []))
     return bars

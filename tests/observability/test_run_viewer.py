@@ -46,8 +46,6 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
         [sys.executable, "-m", "tests.observability.serve_scripted", str(PORT)],
         cwd=REPO,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
     try:
         base = f"http://127.0.0.1:{PORT}"
