@@ -97,11 +97,15 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         # RequestMetrics innermost: it reads the route the router leaves in the scope, and
         # ConsoleCookies hands on a copy of the scope.
-        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX), Middleware(RequestMetrics)],
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)]
+        + ([Middleware(RequestMetrics)] if settings.metrics != "off" else []),
     )
     if tracing.enabled(settings) or spans is not None:
         # Outermost: the request's span is current in every middleware and handler below.
         StarletteInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
+        # A span per request, without its children for each ASGI send and receive (three
+        # spans a request instead of one; instrument_app has no parameter for it).
+        app.user_middleware[0].kwargs["exclude_spans"] = ["receive", "send"]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents
     app.state.mcp = mcp_server
