@@ -28,4 +28,5 @@ def routes(settings: Settings) -> list[Route]:
                 raise Unauthorized("send the metrics token (DATAWELL_METRICS_TOKEN) as a bearer token")
         return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
 
-    return [Route("/metrics", endpoint, methods=["GET"])]
+    # Not in the OpenAPI document: Prometheus' text format, not the JSON API (docs/operations.md).
+    return [Route("/metrics", endpoint, methods=["GET"], include_in_schema=False)]

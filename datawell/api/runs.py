@@ -6,12 +6,12 @@ gets 404, as for a run that does not exist. Prompts and replies are shown to the
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 
-from datawell.api.routing import Router, path_uuid
+from datawell.api.routing import Context, PathModel, Resolver, Router, uuid_in_path
 from datawell.errors import NotFound
 from datawell.observability.records import RunRecord, Wire
 from datawell.storage import run_records
@@ -62,29 +62,38 @@ class RunList(BaseModel):
     data: list[RunSummary]
 
 
-async def visible_run(request: Request, user: User, run_id: str) -> RunRecord:
+class RunPath(PathModel):
+    run_id: Annotated[str, uuid_in_path("run")]
+
+
+async def visible_run(ctx: Context, user: User, path: RunPath) -> RunRecord:
     """The run as `user` may read it (no prompts unless they asked it); 404 otherwise."""
-    async with request.state.services.db.session() as session:
-        view = await run_records.get(session, user, run_id)
+    async with ctx.services.db.session() as session:
+        view = await run_records.get(session, user, path.run_id)
     if view is None:
-        raise NotFound(f"run {run_id} does not exist")
+        raise NotFound(f"run {path.run_id} does not exist")
     record = RunRecord.model_validate(view.row.record)
     return record if view.full else record.without_prompts()
 
 
-@router.operation("GET", "/runs/{runId}", summary="Read a recorded run", response=RunRecord, errors=(404, 422))
-async def read_run(request: Request, user: User) -> RunRecord:
+VISIBLE_RUN = Resolver("run", RunPath, visible_run)
+
+
+@router.operation(
+    "GET", "/runs/{runId}", summary="Read a recorded run", response=RunRecord, errors=(404, 422), resolve=VISIBLE_RUN
+)
+async def read_run(request: Request, ctx: Context, user: User, run: RunRecord) -> RunRecord:
     """A run's record: its stages, model calls (tokens, seconds; the prompts and replies for
     the user who asked), queries (text, row count, error), answer and outcome. Times are
     seconds from the run's start."""
-    return await visible_run(request, user, path_uuid(request, "runId", "run"))
+    return run
 
 
 @router.operation("GET", "/runs", summary="List recorded runs", query=RunsQuery, response=RunList, errors=(422,))
-async def list_runs(request: Request, user: User, query: RunsQuery) -> RunList:
+async def list_runs(request: Request, ctx: Context, user: User, query: RunsQuery) -> RunList:
     """The runs the caller asked, and the runs in namespaces the caller owns; newest or
     slowest first."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         rows = await run_records.listing(
             session,
             user,
