@@ -15,7 +15,20 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api import (
+    a2a,
+    autorag,
+    build_specs,
+    datalinks,
+    datalinks_query,
+    datasets,
+    examples,
+    ingestions,
+    mcp,
+    ontology,
+    system,
+    uploads,
+)
 from datawell.api import metrics as metrics_api
 from datawell.api import runs as run_api
 from datawell.api.errors import EXCEPTION_HANDLERS
@@ -44,6 +57,9 @@ API_ROUTERS: list[Router] = [
     ontology.router,
     examples.router,
     run_api.router,
+    # After SPEC's routes: a SPEC path wins where the SDK's paths overlap it.
+    datalinks.router,
+    datalinks_query.router,
 ]
 
 

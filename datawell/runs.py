@@ -39,6 +39,7 @@ from datawell.graphs.assistant.state import AssistantContext, CallerContext
 from datawell.graphs.curator.graph import build_graph as build_curator_graph
 from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState
 from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult, RunStarted
+from datawell.graphs.memory import finished_turn
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
@@ -47,7 +48,7 @@ from datawell.observability import recorder as recording
 from datawell.observability.recorder import RunRecorder
 from datawell.observability.records import RunRecord
 from datawell.services import Services
-from datawell.storage import run_records
+from datawell.storage import agent_runs, run_records
 from datawell.storage.access import NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
 from datawell.storage.tables import Conversation, RunRow, User, new_id, utcnow
@@ -97,7 +98,9 @@ class Run:
 
     stream: Events
     conversation_id: str | None = None  # the assistant's conversation
-    run_id: str | None = None  # its record in the run viewer (`GET /api/v1/runs/{id}`)
+    # Its record in the run viewer (`GET /api/v1/runs/{id}`); the assistant's is also its
+    # DataLinks SDK run (`storage.agent_runs`), under the same id.
+    run_id: str | None = None
 
     def events(self) -> Events:
         return self.stream
@@ -128,9 +131,38 @@ class Runs:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "plan", "query", "answer")
         conversation_id = await self._open_conversation(request)
-        run_id = new_id()
-        events = ending_in_failure(self.assistant_events(request, conversation_id))
-        return Run(self.recorded(run_id, "assistant", request, events), conversation_id, run_id)
+        async with self.services.db.session() as session:
+            record = await agent_runs.start(session, request.user, conversation_id, request.question)
+        events = self.ending_agent_run(
+            record.id, conversation_id, ending_in_failure(self.assistant_events(request, conversation_id))
+        )
+        return Run(self.recorded(record.id, "assistant", request, events), conversation_id, record.id)
+
+    async def ending_agent_run(self, run_id: str, conversation_id: str, events: Events) -> Events:
+        """`events`, and the run's record ended with them: completed with the answer and its
+        steps (the AutoRAG answer's shape) and the tokens the turn spent, or failed."""
+        result = RunResult()
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    result.add(event)
+                    yield event
+        finally:
+            error = result.failure.message if result.failure is not None else None
+            if error is None and result.answer is None:
+                error = "the run was stopped before it answered"
+            answer = None
+            if error is None and result.answer is not None:
+                steps = [
+                    {"instruction": s.instruction, "query": s.query, "reasoning": s.reasoning, "data": s.rows}
+                    for s in result.steps
+                ]
+                answer = {"response": result.answer.text, "steps": steps}
+            turn = await finished_turn(self.services.memory, conversation_id, None) if answer else None
+            async with self.services.db.session() as session:
+                await agent_runs.end(
+                    session, run_id, result=answer, error=error, tokens=int((turn or {}).get("tokens", 0))
+                )
 
     async def start_curator(self, request: CurateRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.WRITE)

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.errors import error_body
-from datawell.api.routing import Context, Router
+from datawell.api.routing import Context, Router, named_user
 from datawell.api.schemas import ApiModel
 from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
@@ -34,6 +34,7 @@ from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Run
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
+from datawell.storage.users import SELF
 
 router = Router("query")
 
@@ -65,7 +66,7 @@ class StageModels(ApiModel):
 
 class AutoRagRequest(ApiModel):
     username: str | None = Field(
-        None, description="Owner username of the namespace; defaults to the caller", min_length=1
+        None, description="Owner username of the namespace; `self` or none: the caller", min_length=1
     )
     namespace: str = Field(min_length=1, description="Namespace to answer from")
     query: str = Field(min_length=1, description="The question")
@@ -118,7 +119,7 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
     runs = ctx.runs
     async with runs.services.db.session() as session:
-        namespace = await namespace_named(session, body.username or user.username, body.namespace)
+        namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
     ask = AskRequest(
         user=user,
         namespace=namespace,

@@ -35,11 +35,13 @@ class DatasetCreateRequest(ApiModel):
         "", max_length=MAX_DESCRIPTION, description="Describes the dataset to help the AI system understand context."
     )
     schema_definition: dict[str, str] = Field(
+        default_factory=dict,
         description="Maps field names to descriptions that guide structuring of extracted data. Field names are "
-        "column names: letters, digits and '_', not starting with a digit or '__', unique ignoring case.",
+        "column names: letters, digits and '_', not starting with a digit or '__', unique ignoring case. Omitted "
+        "or empty: the dataset takes its fields from the first JSON rows ingested into it (`POST /ingest/...`) "
+        "or from a `schemaDefinition` given when an upload finishes.",
         # Checked by create, which names every bad field and why.
         json_schema_extra={
-            "minProperties": 1,
             "maxProperties": MAX_FIELDS,
             "propertyNames": {"pattern": FIELD_PATTERN_TEXT},
         },

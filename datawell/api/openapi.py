@@ -108,7 +108,8 @@ def _operation(op: Operation, refs: dict[Any, Any], schemas: dict[str, Any]) -> 
     for media_type, description in op.streams.items():
         kind = "object" if media_type == "application/json" else "string"
         success.setdefault("content", {})[media_type] = {"schema": {"type": kind, "description": description}}
-    doc["responses"][str(op.status)] = success
+    for status in (op.status, *op.also):
+        doc["responses"][str(status)] = success
     for status in op.errors:
         doc["responses"][str(status)] = {
             "description": ERROR_TEXT.get(status, "Error"),

@@ -31,6 +31,7 @@ from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, authorize
 from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.tables import User
+from datawell.storage.users import SELF
 
 Endpoint = Callable[..., Awaitable[Any]]
 M = TypeVar("M", bound=BaseModel)
@@ -155,15 +156,31 @@ class Operation:
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
+    also: tuple[int, ...] = ()  # other success statuses, with the same body (DataLinks SDK routes)
     params: type[PathModel] | None = None  # the handler gets it as `path`
     resolve: Resolver[Any, Any] | None = None  # the handler gets what it resolves as `resolve.name`
 
 
 async def current_user(request: Request, ctx: Context) -> User:
-    """The caller named by the bearer token (401 without a valid one)."""
+    """The caller named by the bearer token (401 without a valid one). A path's username
+    `self` is the caller's, for every route at once (the DataLinks SDK names the caller so),
+    before the path is parsed and resolved."""
     user = await ctx.services.tokens.authenticate(request.headers.get("authorization"))
     request.scope["user"] = user
+    params = request.scope.get("path_params", {})
+    for name in PATH_USERNAMES:
+        if name in params:
+            params[name] = named_user(params[name], user)
     return user
+
+
+PATH_USERNAMES = ("username", "user", "owner")  # path parameters that name a user
+
+
+def named_user(username: str, caller: User) -> str:
+    """`username` as given, or the caller's own when it is `self`: the one rule for paths and
+    bodies alike."""
+    return caller.username if username == SELF else username
 
 
 class Router:

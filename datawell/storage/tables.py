@@ -212,6 +212,25 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class AgentRun(Base):
+    """One assistant run (a conversation's turn, from any surface): what was asked, how it
+    ended, the tokens it spent and the caller's rating (the DataLinks SDK's agent runs)."""
+
+    __tablename__ = "agent_runs"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    question: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | completed | failed
+    result: Mapped[dict[str, Any] | None] = mapped_column(default=None)  # {response, steps} once completed
+    error_message: Mapped[str | None] = mapped_column(Text, default=None)
+    tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    thumbs_up: Mapped[bool | None] = mapped_column(default=None)
+    comment: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
 class VerifiedExample(Base):
     """A question and the query a user verified answers it, kept per namespace as few-shot
     examples for the query writer and for answering the same question with no model call."""
