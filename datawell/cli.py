@@ -53,9 +53,12 @@ def serve(
     import uvicorn
 
     from datawell.app import create_app
+    from datawell.observability import logs
 
     settings = Settings()
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+    logs.configure(settings.log_format)
+    # log_config=None: uvicorn's lines go through the handler above (trace ids, JSON).
+    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port, log_config=None)
 
 
 @app.command()
@@ -68,6 +71,11 @@ def worker(
     import signal
 
     from datawell.ingest.worker import Worker
+    from datawell.observability import logs, tracing
+
+    settings = Settings()
+    logs.configure(settings.log_format)
+    tracing.configure(settings)
 
     async def work(services: Services) -> None:
         stop = asyncio.Event()
@@ -80,6 +88,7 @@ def worker(
 
     with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         run(work)
+    tracing.shutdown()
 
 
 @users_app.command("create")

@@ -6,7 +6,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -189,6 +189,35 @@ class Settings(BaseSettings):
         description='Hosted models the console offers on its ask page (JSON list, e.g. ["openai/gpt-4o-mini"]).',
     )
     evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
+
+    # Observability (docs/operations.md)
+    metrics: Literal["open", "token", "off"] = Field(
+        "open",
+        description="GET /metrics: open to anyone who reaches the port, only with DATAWELL_METRICS_TOKEN as "
+        "bearer token, or off (404).",
+    )
+    metrics_token: SecretStr | None = Field(None, description="The bearer token /metrics asks for when metrics=token.")
+    log_format: Literal["text", "json"] = Field("text", description="Log lines as text, or one JSON object a line.")
+    run_retention_days: float = Field(
+        30.0, ge=0, description="Run records (the run viewer) older than this are deleted; 0 keeps none."
+    )
+    # OpenTelemetry's own variables (not DATAWELL_*): traces are off unless an exporter is named
+    # (OTEL_TRACES_EXPORTER=otlp|console) or an OTLP endpoint is set.
+    otel_sdk_disabled: bool = Field(False, validation_alias=AliasChoices("OTEL_SDK_DISABLED"))
+    otel_traces_exporter: str | None = Field(None, validation_alias=AliasChoices("OTEL_TRACES_EXPORTER"))
+    otel_service_name: str = Field("datawell", validation_alias=AliasChoices("OTEL_SERVICE_NAME"))
+    otel_resource_attributes: str = Field("", validation_alias=AliasChoices("OTEL_RESOURCE_ATTRIBUTES"))
+    otel_exporter_otlp_endpoint: str | None = Field(None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    otel_exporter_otlp_headers: str = Field(
+        "", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+    )
+    otel_exporter_otlp_timeout_ms: float = Field(
+        10_000, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    )
+    otel_traces_sampler_arg: float = Field(1.0, ge=0, le=1, validation_alias=AliasChoices("OTEL_TRACES_SAMPLER_ARG"))
 
     @property
     def server_url(self) -> str:

@@ -37,6 +37,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
+
 from datawell.errors import DatawellError, InternalError, NotFound, QueryError, QueryRefused
 from datawell.graphs.assistant.graph import build_graph as build_assistant_graph
 from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
@@ -49,12 +51,15 @@ from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
 from datawell.llm.models import Stage, StageChoices
+from datawell.observability import recorder as recording
+from datawell.observability.recorder import RunRecorder
+from datawell.observability.records import RunRecord
 from datawell.scheduler import Priority, Ticket
 from datawell.services import Services
-from datawell.storage import agent_runs
+from datawell.storage import agent_runs, run_records
 from datawell.storage.access import NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
-from datawell.storage.tables import Conversation, User, new_id, utcnow
+from datawell.storage.tables import Conversation, RunRow, User, new_id, utcnow
 from datawell.tools.pruning import PruneLimits, SchemaPruner
 from datawell.tools.web import HttpWebSearch
 
@@ -101,7 +106,9 @@ class Run:
 
     stream: Events
     conversation_id: str | None = None  # the assistant's conversation
-    run_id: str | None = None  # the assistant's run record (`storage.agent_runs`)
+    # Its record in the run viewer (`GET /api/v1/runs/{id}`); the assistant's is also its
+    # DataLinks SDK run (`storage.agent_runs`), under the same id.
+    run_id: str | None = None
 
     def events(self) -> Events:
         return self.stream
@@ -124,7 +131,11 @@ class Runs:
     async def start_nl2ql(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "query")
-        return self._scheduled(self._enter(request.user), ending_in_failure(self.nl2ql_events(request)))
+        run_id = new_id()
+        events = ending_in_failure(self.nl2ql_events(request))
+        return self._scheduled(
+            self._enter(request.user), self.recorded(run_id, "nl2ql", request, events), run_id=run_id
+        )
 
     async def start_assistant(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
@@ -137,10 +148,14 @@ class Runs:
         except BaseException:
             ticket.release()
             raise
-        events = ending_in_failure(self.assistant_events(request, conversation_id))
-        return self._scheduled(ticket, self.recorded(record.id, conversation_id, events), conversation_id, record.id)
+        events = self.ending_agent_run(
+            record.id, conversation_id, ending_in_failure(self.assistant_events(request, conversation_id))
+        )
+        return self._scheduled(
+            ticket, self.recorded(record.id, "assistant", request, events), conversation_id, record.id
+        )
 
-    async def recorded(self, run_id: str, conversation_id: str, events: Events) -> Events:
+    async def ending_agent_run(self, run_id: str, conversation_id: str, events: Events) -> Events:
         """`events`, and the run's record ended with them: completed with the answer and its
         steps (the AutoRAG answer's shape) and the tokens the turn spent, or failed."""
         result = RunResult()
@@ -172,9 +187,53 @@ class Runs:
         async with self.services.db.session() as session:
             datasets = await list_datasets(session, request.namespace)
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
+        run_id = new_id()
+        events = ending_in_failure(self.curator_events(request, datasets, focus))
         return self._scheduled(
-            self._enter(request.user), ending_in_failure(self.curator_events(request, datasets, focus))
+            self._enter(request.user), self.recorded(run_id, "curator", request, events), run_id=run_id
         )
+
+    async def recorded(self, run_id: str, graph: str, request: AskRequest | CurateRequest, events: Events) -> Events:
+        """`events`, recorded: the run's span, metrics and record (saved when it ends)."""
+        namespace = request.namespace
+        question = (
+            request.question if isinstance(request, AskRequest) else f"curate links of {request.dataset or namespace}"
+        )
+        recorder = RunRecorder(
+            recording.new_record(
+                run_id, graph, request.user.id, request.user.username, namespace.id, str(namespace), question
+            )
+        )
+        recorder.start()
+        result = RunResult()
+        outcome = "cancelled"  # until the stream ends: a reader that leaves stops the run
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    result.add(event)
+                    yield event
+            outcome = result.failure.error_code if result.failure else "ok"
+        finally:
+            failure = result.failure.message if result.failure else None
+            await self._save(recorder.finish(outcome, failure, summary(result)))
+
+    async def _save(self, record: RunRecord) -> None:
+        row = RunRow(
+            id=record.id,
+            user_id=record.user_id,
+            namespace_id=record.namespace_id,
+            graph=record.graph,
+            outcome=record.outcome,
+            started_at=record.started_at,
+            seconds=record.seconds,
+            question=record.question[:200],
+            record=record.model_dump(mode="json"),
+        )
+        try:
+            async with self.services.db.session() as session:
+                await run_records.save(session, row, self.services.settings.run_retention_days)
+        except Exception:  # the answer stands without its record
+            log.exception("run %s was not recorded", record.id)
 
     async def nl2ql_events(self, request: AskRequest) -> Events:
         graph = build_query_graph(query_deps(self.services))
@@ -187,7 +246,9 @@ class Runs:
         final = QueryState()
         stream = cast(
             AsyncGenerator[tuple[str, Any], None],
-            graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"]),
+            graph.astream(
+                {"question": request.question}, graph_config(), context=context, stream_mode=["custom", "values"]
+            ),
         )
         async with aclosing(stream):
             async for mode, chunk in stream:
@@ -219,7 +280,7 @@ class Runs:
             Events,
             graph.astream(
                 {"question": request.question},
-                {"configurable": {"thread_id": conversation_id}},
+                {**graph_config(), "configurable": {"thread_id": conversation_id}},
                 context=context,
                 stream_mode="custom",
                 durability="exit",
@@ -242,7 +303,10 @@ class Runs:
             user=request.user, namespace=request.namespace, choices=request.choices, activate=request.activate
         )
         events = cast(
-            Events, graph.astream(CuratorState(datasets=datasets, focus=focus), context=context, stream_mode="custom")
+            Events,
+            graph.astream(
+                CuratorState(datasets=datasets, focus=focus), graph_config(), context=context, stream_mode="custom"
+            ),
         )
         async with aclosing(events):
             async for event in events:
@@ -288,6 +352,17 @@ class Runs:
             return found.id
 
 
+def summary(result: RunResult) -> str | None:
+    """What a run answered, for its record: the answer, or the query and how many rows."""
+    if result.answer_text() is not None:
+        return result.answer_text()
+    if result.rows is not None:
+        return f"{len(result.rows.rows)} rows from: {result.rows.query}"
+    if result.links is not None:
+        return f"{len(result.links.links)} links"
+    return None
+
+
 async def ending_in_failure(events: Events) -> Events:
     """`events`, with an exception turned into a last RunFailed event (an unexpected one is
     logged and shown as an InternalError). Closing this closes `events`, which stops the graph."""
@@ -315,6 +390,12 @@ async def scheduled(ticket: Ticket, events: Events) -> Events:
                 yield event
     finally:
         ticket.release()
+
+
+def graph_config() -> RunnableConfig:
+    """A graph run's config: the current run's recorder hears its nodes and model calls."""
+    recorder = recording.current()
+    return {"callbacks": [recorder.callbacks()]} if recorder is not None else {}
 
 
 def query_deps(services: Services) -> QueryDeps:

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import count
+from typing import Protocol
 
 from datawell.errors import Busy
 
@@ -129,12 +130,23 @@ class Ticket:
         self._changed.set()
 
 
+class QueueListener(Protocol):
+    """Hears the queue change (metrics): how many wait now, and each wait that ended in a slot."""
+
+    def waiting(self, count: int) -> None: ...
+
+    def waited(self, seconds: float) -> None: ...
+
+
 class ModelScheduler:
-    def __init__(self, limits: Limits, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limits: Limits, clock: Callable[[], float] = time.monotonic, listener: QueueListener | None = None
+    ) -> None:
         if limits.slots < 1 or limits.per_caller < 1 or limits.queue < 0:
             raise ValueError(f"invalid scheduler limits {limits}")
         self.limits = limits
         self.clock = clock
+        self.listener = listener
         self._numbers = count()
         self._served = count(1)
         self._waiting: list[Ticket] = []
@@ -265,8 +277,12 @@ class ModelScheduler:
         self._last_served[ticket.caller] = next(self._served)
         passed = max(ticket.passed_by.values(), default=0)
         self._waits.append(Wait(ticket.caller, ticket.priority, ticket.waited_seconds, passed))
+        if self.listener is not None:
+            self.listener.waited(ticket.waited_seconds)
         ticket._notify()
 
     def _notify_waiting(self) -> None:
+        if self.listener is not None:
+            self.listener.waiting(len(self._waiting))
         for ticket in self._waiting:
             ticket._notify()

@@ -12,6 +12,7 @@ from datawell.config import Settings
 from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.models import ChatModels
+from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.db import Database
@@ -143,5 +144,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 
 def build_scheduler(settings: Settings) -> ModelScheduler:
     return ModelScheduler(
-        Limits(slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user)
+        Limits(
+            slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user
+        ),
+        listener=metrics.QueueMetrics(settings.model or "embedded"),
     )

@@ -134,9 +134,16 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
     )
     # Checks that fail raise here, before anything streams: the client gets an ErrorResponse.
     run = await runs.start_assistant(ask)
+    # Where the run's record will be (GET /api/v1/runs/{id}), before its first event.
+    headers = {RUN_HEADER: run.run_id} if run.run_id else None
     if wants_stream(request):
-        return EventSourceResponse(sse_events(run), ping=15)
-    return await json_answer(run)
+        return EventSourceResponse(sse_events(run), ping=15, headers=headers)
+    response = await json_answer(run)
+    response.headers.update(headers or {})
+    return response
+
+
+RUN_HEADER = "Datawell-Run-Id"
 
 
 def wants_stream(request: Request) -> bool:

@@ -24,6 +24,7 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
     "buildSpecId": UUID_SCHEMA,
     "linkId": UUID_SCHEMA,
     "exampleId": UUID_SCHEMA,
+    "runId": UUID_SCHEMA,
 }
 # The If-Match the BuildSpec update reads: `*` or a version, as an ETag or a bare number.
 IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"?[0-9]+"?)\s*$'

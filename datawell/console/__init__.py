@@ -12,7 +12,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from datawell.console import account, ask, datasets, evals, ontology, specs
+from datawell.console import account, ask, datasets, evals, ontology, runs, specs
 from datawell.console.session import ConsoleCookies
 
 __all__ = ["ConsoleCookies", "routes"]
@@ -48,6 +48,8 @@ def routes() -> list[BaseRoute]:
         Route("/build-specs/new", specs.new_spec, methods=["GET", "POST"]),
         Route("/build-specs/{specId}", specs.spec_page, methods=["GET", "POST"]),
         Route("/build-specs/{specId}/delete", specs.delete_spec, methods=["POST"]),
+        Route("/runs", runs.runs_page),
+        Route("/runs/{runId}", runs.run_page),
         Route("/evals", evals.evals_page),
         Route("/evals/{report:path}", evals.report_page),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),

@@ -151,6 +151,8 @@ async def _rendered(ask_request: AskRequest, runs: Runs) -> AsyncIterator[Server
             rendered = _render(event)
             if rendered is not None:
                 yield rendered
+        if run.run_id:  # recorded once the events end
+            yield _event("run", "run_link", run_id=run.run_id)
     yield ServerSentEvent(data="end", event="end")
 
 

@@ -89,7 +89,7 @@ class Reply:
 
     def add(self, chunk: dict[str, Any]) -> None:
         if chunk.get("usage"):
-            self.usage = chunk["usage"]
+            self.usage = {**chunk["usage"], "cached_tokens": cached_tokens(chunk)}
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             self.text += delta.get("content") or ""
@@ -103,6 +103,12 @@ class Reply:
                 slot["function"]["arguments"] += function.get("arguments") or ""
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+
+
+def cached_tokens(chunk: dict[str, Any]) -> int:
+    """Prompt tokens the server took from its cache: llama.cpp counts them in the timings
+    that ride with the usage chunk, not in the usage."""
+    return int((chunk.get("timings") or {}).get("cache_n", 0))
 
 
 def _server_error(chunk: dict[str, Any]) -> str | None:
@@ -255,6 +261,7 @@ def _stream_chunk(chunk: dict[str, Any]) -> GenericStreamingChunk:
                 "prompt_tokens": usage.get("prompt_tokens", 0),
                 "completion_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
+                "prompt_tokens_details": {"cached_tokens": cached_tokens(chunk)},
             }
             if usage
             else None
@@ -284,6 +291,7 @@ class EmbeddedProvider(CustomLLM):
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
             total_tokens=usage.get("total_tokens", 0),
+            prompt_tokens_details={"cached_tokens": usage.get("cached_tokens", 0)},
         )
         return model_response
 

@@ -248,3 +248,22 @@ class VerifiedExample(Base):
     step: Mapped[int | None] = mapped_column(Integer, default=None)  # 1-based, with conversation_id
     created_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunRow(Base):
+    """A recorded graph run (the run viewer): the columns its list filters on, and the whole
+    record (`datawell.observability.records.RunRecord`) as JSON. Kept `run_retention_days`."""
+
+    __tablename__ = "run_records"
+    __table_args__ = (Index("ix_run_records_user_started", "user_id", "started_at"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    namespace_id: Mapped[str | None] = mapped_column(
+        ForeignKey("namespaces.id", ondelete="SET NULL"), default=None, index=True
+    )
+    graph: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(index=True)
+    seconds: Mapped[float]
+    question: Mapped[str] = mapped_column(String(200), default="")
+    record: Mapped[dict[str, Any]]

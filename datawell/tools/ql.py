@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from datawell.observability.recorder import observe_query
 from datawell.storage.access import NamespaceRef, readable_namespaces
 from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
@@ -151,10 +152,12 @@ class QueryTools:
             return await TableResolver(session, user, namespace).resolve(references)
 
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
-        compiled = await self.prepare(user, namespace, query)
-        fetched = await self.execute(compiled, await self.search(compiled))
-        truncated = fetched.cut or len(fetched.records) > self.row_cap
-        rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
+        with observe_query(query) as observed:
+            compiled = await self.prepare(user, namespace, query)
+            fetched = await self.execute(compiled, await self.search(compiled))
+            truncated = fetched.cut or len(fetched.records) > self.row_cap
+            rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
+            observed.rows, observed.truncated = len(rows), truncated
         incomplete = await self._embedding_incomplete(compiled)
         for row in rows if incomplete else []:
             row["__metadata"]["semanticIncomplete"] = True
