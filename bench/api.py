@@ -5,6 +5,12 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
 
     .venv/bin/python -m bench.api                  # 10 s per round, 2 rounds each, alternating
     .venv/bin/python -m bench.api --seconds 5 --clients 50 --port 18400
+    .venv/bin/python -m bench.api --observability all   # also: Datawell with metrics and traces on
+
+With `--observability metrics` a third server runs beside them: Datawell with its metrics on
+(`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
+pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it). The plain one runs with
+`DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead.
 
 Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
 With `DATAWELL_DATABASE_URL` set (an empty PostgreSQL database), Datawell is seeded and served
@@ -102,8 +108,14 @@ def seed_minimal(database: Path, token: str) -> None:
 # Datawell, seeded through its own services before `datawell serve` starts.
 
 
-def datawell_env(folder: Path) -> dict[str, str]:
+def datawell_env(folder: Path, observability: str | None = None, sink: int = 0) -> dict[str, str]:
+    """The server's environment: metrics and traces off; or metrics on, and with `all` every
+    request traced to the sink listening on port `sink`."""
+    switches = {"DATAWELL_METRICS": "open" if observability else "off"}
+    if observability == "all":
+        switches["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{sink}"
     return {
+        **switches,
         **os.environ,
         "DATAWELL_DATA_DIR": str(folder),
         "DATAWELL_JWT_SECRET": SECRET,
@@ -113,6 +125,20 @@ def datawell_env(folder: Path) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
+
+
+def sink_app():  # type: ignore[no-untyped-def]
+    """Accepts OTLP/HTTP trace exports and drops them."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def traces(request: Request) -> Response:
+        await request.body()
+        return Response(b"", media_type="application/x-protobuf")
+
+    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])])
 
 
 async def seed_datawell(folder: Path) -> str:
@@ -201,6 +227,8 @@ async def bench(args: argparse.Namespace) -> None:
     try:
         token = await seed_datawell(folder / "datawell")
         seed_minimal(folder / "minimal.db", token)
+        if args.observability:  # its own copy: the vector store's local mode takes one process
+            shutil.copytree(folder / "datawell", folder / "observed")
         env = datawell_env(folder / "datawell")
         datawell_port, minimal_port = args.port, args.port + 1
         processes.append(
@@ -230,6 +258,15 @@ async def bench(args: argparse.Namespace) -> None:
             "datawell": f"http://127.0.0.1:{datawell_port}{PATH}",
             "minimal": f"http://127.0.0.1:{minimal_port}{PATH}",
         }
+        if args.observability:
+            sink_port, observed_port = args.port + 2, args.port + 3
+            processes.append(
+                start([sys.executable, "-m", "bench.api", "sink", "--port", str(sink_port)], env, sink_port)
+            )
+            serve = [sys.executable, "-m", "datawell", "serve", "--host", "127.0.0.1", "--port", str(observed_port)]
+            observed_env = datawell_env(folder / "observed", args.observability, sink_port)
+            processes.append(start(serve, observed_env, observed_port))
+            targets[f"datawell+{args.observability}"] = f"http://127.0.0.1:{observed_port}{PATH}"
         rates: dict[str, list[float]] = {name: [] for name in targets}
         print(f"{args.clients} clients, {args.seconds:g} s per round, load average before: {load_average()}")
         for round_number in range(1, args.rounds + 1):
@@ -237,8 +274,11 @@ async def bench(args: argparse.Namespace) -> None:
                 rate, latencies, errors = await load(url, token, args.clients, args.seconds)
                 rates[name].append(rate)
                 print(f"round {round_number}  " + summary(name, rate, latencies, errors))
-        datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in targets)
+        datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in ("datawell", "minimal"))
         print(f"minimal / datawell: {minimal_rate / datawell_rate:.2f}x   (load average after: {load_average()})")
+        if args.observability:
+            observed = statistics.median(rates[f"datawell+{args.observability}"])
+            print(f"observability overhead: {100 * (datawell_rate / observed - 1):+.1f}% time per request")
     finally:
         for process in processes:
             process.terminate()
@@ -248,7 +288,12 @@ async def bench(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal"])
+    parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal", "sink"])
+    parser.add_argument(
+        "--observability",
+        choices=["metrics", "all"],
+        help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all)",
+    )
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--db", type=Path)
     parser.add_argument("--clients", type=int, default=50)
@@ -259,6 +304,10 @@ def main() -> None:
         import uvicorn
 
         uvicorn.run(minimal_app(args.db), host="127.0.0.1", port=args.port, log_level="warning")
+    elif args.role == "sink":
+        import uvicorn
+
+        uvicorn.run(sink_app(), host="127.0.0.1", port=args.port, log_level="warning")
     else:
         asyncio.run(bench(args))
 

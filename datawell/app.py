@@ -8,12 +8,30 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
+from opentelemetry.instrumentation.starlette import StarletteInstrumentor
+from opentelemetry.sdk.trace import SpanProcessor
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
-from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api import (
+    a2a,
+    autorag,
+    build_specs,
+    datalinks,
+    datalinks_query,
+    datasets,
+    examples,
+    ingestions,
+    mcp,
+    ontology,
+    rows,
+    system,
+    uploads,
+)
+from datawell.api import metrics as metrics_api
+from datawell.api import runs as run_api
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Context, Router
@@ -21,9 +39,11 @@ from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
 from datawell.ingest.worker import running_worker
-from datawell.llm.embeddings import StaticMiniLMEmbedder
+from datawell.llm.embeddings import MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
+from datawell.observability import tracing
+from datawell.observability.http import RequestMetrics
 from datawell.runs import Runs
 from datawell.services import API_PREFIX, Overrides, Services, build_services
 
@@ -37,6 +57,11 @@ API_ROUTERS: list[Router] = [
     mcp.router,
     ontology.router,
     examples.router,
+    rows.router,
+    run_api.router,
+    # After SPEC's routes: a SPEC path wins where the SDK's paths overlap it.
+    datalinks.router,
+    datalinks_query.router,
 ]
 
 
@@ -44,9 +69,12 @@ def create_app(
     settings: Settings | None = None,
     overrides: Overrides | None = None,
     runs: Callable[[Services], Runs] = Runs,
+    spans: SpanProcessor | None = None,
 ) -> Starlette:
-    """`runs` starts the graph runs of every request; tests pass canned ones."""
+    """`runs` starts the graph runs of every request; tests pass canned ones, and `spans` to
+    see the traces whatever the `OTEL_*` settings say."""
     settings = settings or Settings()
+    tracer_provider = tracing.configure(settings, spans)
     agents = AgentServer()
     mcp_server = McpServer()
 
@@ -60,7 +88,7 @@ def create_app(
         preloading = []
         if settings.embedded_model_preload and isinstance(services.models, LiteLLMChatModels):
             preloading.append(asyncio.create_task(services.models.preload()))
-        if isinstance(services.embedder, StaticMiniLMEmbedder):
+        if isinstance(services.embedder, StaticMiniLMEmbedder | MiniLMEmbedder):  # never on the first upload
             preloading.append(asyncio.create_task(services.embedder.preload()))
         try:
             async with AsyncExitStack() as stack:
@@ -76,18 +104,29 @@ def create_app(
                 await load  # a load in a thread cannot be stopped, only waited for
             await agents.aclose()
             await services.close()
+            tracing.shutdown()
 
     routes: list[BaseRoute] = []
     for router in API_ROUTERS:
         routes.extend(router.routes(API_PREFIX))
     routes.extend(system.router.routes(""))
+    routes.extend(metrics_api.routes(settings))
     routes.extend(console_routes())
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+        # RequestMetrics innermost: it reads the route the router leaves in the scope, and
+        # ConsoleCookies hands on a copy of the scope.
+        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)]
+        + ([Middleware(RequestMetrics)] if settings.metrics != "off" else []),
     )
+    if tracing.enabled(settings) or spans is not None:
+        # Outermost: the request's span is current in every middleware and handler below.
+        StarletteInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
+        # A span per request, without its children for each ASGI send and receive (three
+        # spans a request instead of one; instrument_app has no parameter for it).
+        app.user_middleware[0].kwargs["exclude_spans"] = ["receive", "send"]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     openapi = build_openapi(mounted, settings.auth_url)
     app.state.openapi = openapi  # for tests and tools that read the document without serving

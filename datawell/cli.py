@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from datawell.commands import ask, data, demo, upload
+from datawell.commands import ask, data, demo, rows, upload
 from datawell.commands.examples import examples_app
 from datawell.commands.local import Metadata, run, run_metadata
 from datawell.config import Settings
@@ -53,9 +53,12 @@ def serve(
     import uvicorn
 
     from datawell.app import create_app
+    from datawell.observability import logs
 
     settings = Settings()
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+    logs.configure(settings.log_format)
+    # log_config=None: uvicorn's lines go through the handler above (trace ids, JSON).
+    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port, log_config=None)
 
 
 @app.command()
@@ -68,6 +71,11 @@ def worker(
     import signal
 
     from datawell.ingest.worker import Worker
+    from datawell.observability import logs, tracing
+
+    settings = Settings()
+    logs.configure(settings.log_format)
+    tracing.configure(settings)
 
     async def work(services: Services) -> None:
         stop = asyncio.Event()
@@ -80,6 +88,7 @@ def worker(
 
     with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         run(work)
+    tracing.shutdown()
 
 
 @users_app.command("create")
@@ -200,6 +209,12 @@ app.command()(data.datasets)
 app.command()(data.attempts)
 app.command()(data.retry)
 app.command()(data.clear)
+app.command()(data.update)
+app.command()(data.rename)
+app.command("rename-namespace")(data.rename_namespace)
+app.command()(data.delete)
+app.command()(rows.rows)
+app.command()(rows.export)
 app.command()(ask.ask)
 app.command()(demo.demo)
 

@@ -6,7 +6,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -68,6 +68,25 @@ class Settings(BaseSettings):
     embedded_model_preload: bool = Field(
         True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
+    embedded_model_parallel: int = Field(
+        2, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
+    )
+    embedded_model_batch: int = Field(
+        0,
+        ge=0,
+        description="Prompt tokens the embedded model evaluates per batch (llama.cpp's n_batch); 0 = its default.",
+    )
+
+    # The model scheduler (docs/operations.md): every model call of the process waits here.
+    model_slots: int = Field(
+        0,
+        ge=0,
+        description="Runs calling a model at once; 0 = the embedded model's parallel sequences. Set it for hosted models.",
+    )
+    model_queue: int = Field(
+        16, ge=0, description="Questions waiting for a slot at most; past it a question gets 503 with Retry-After."
+    )
+    model_runs_per_user: int = Field(2, ge=1, description="Runs of one user holding a slot at once.")
     embeddings_enabled: bool = True
     embeddings_model: Literal["minilm-static", "minilm"] = Field(
         "minilm-static",
@@ -177,6 +196,13 @@ class Settings(BaseSettings):
         20_000, ge=1000, description="The most characters of a file (column names, sample values) in one model prompt."
     )
 
+    # MCP
+    mcp_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins, besides the service's own, that may call /api/v1/mcp (JSON list, e.g. "
+        '["https://studio.example.com"]); a request with any other Origin gets 403 (DNS rebinding).',
+    )
+
     # Web console
     console_models: list[str] = Field(
         default_factory=list,
@@ -184,12 +210,45 @@ class Settings(BaseSettings):
     )
     evals_dir: Path = Field(Path("eval-results"), description="Folder of eval runs the console shows.")
 
+    # Observability (docs/operations.md)
+    metrics: Literal["open", "token", "off"] = Field(
+        "open",
+        description="GET /metrics: open to anyone who reaches the port, only with DATAWELL_METRICS_TOKEN as "
+        "bearer token, or off (404).",
+    )
+    metrics_token: SecretStr | None = Field(None, description="The bearer token /metrics asks for when metrics=token.")
+    log_format: Literal["text", "json"] = Field("text", description="Log lines as text, or one JSON object a line.")
+    run_retention_days: float = Field(
+        30.0, ge=0, description="Run records (the run viewer) older than this are deleted; 0 keeps none."
+    )
+    # OpenTelemetry's own variables (not DATAWELL_*): traces are off unless an exporter is named
+    # (OTEL_TRACES_EXPORTER=otlp|console) or an OTLP endpoint is set.
+    otel_sdk_disabled: bool = Field(False, validation_alias=AliasChoices("OTEL_SDK_DISABLED"))
+    otel_traces_exporter: str | None = Field(None, validation_alias=AliasChoices("OTEL_TRACES_EXPORTER"))
+    otel_service_name: str = Field("datawell", validation_alias=AliasChoices("OTEL_SERVICE_NAME"))
+    otel_resource_attributes: str = Field("", validation_alias=AliasChoices("OTEL_RESOURCE_ATTRIBUTES"))
+    otel_exporter_otlp_endpoint: str | None = Field(None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    otel_exporter_otlp_traces_endpoint: str | None = Field(
+        None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+    otel_exporter_otlp_headers: str = Field(
+        "", validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+    )
+    otel_exporter_otlp_timeout_ms: float = Field(
+        10_000, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    )
+    otel_traces_sampler_arg: float = Field(1.0, ge=0, le=1, validation_alias=AliasChoices("OTEL_TRACES_SAMPLER_ARG"))
+
     @property
     def server_url(self) -> str:
         if self.server:
             return self.server
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def resolved_model_slots(self) -> int:
+        return self.model_slots or self.embedded_model_parallel
 
     @cached_property
     def resolved_database_url(self) -> str:

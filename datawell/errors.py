@@ -7,9 +7,10 @@ client. Every surface renders an error from its row and nothing else translates 
   `data.errorCode` = `code` (`datawell.agents.requests.a2a_error`); a failed run ends its
   task FAILED with a message whose `metadata.errorCode` is `code`.
 - MCP: a tool that fails, before or during its run, returns a tool error (`isError`) whose
-  text is `code: message` and whose structured content is `{errorCode, message, subErrors}`
-  (`datawell.mcp.results`), so the calling model can read it; a failed resource read is a
-  JSON-RPC error with the row's `json_rpc` code and `data.errorCode` = `code`.
+  text is `code: message` and whose `_meta` is `{errorCode, subErrors}`, with no structured
+  content (`datawell.mcp.results`), so the calling model can read it; a failed resource read is
+  a JSON-RPC error with the row's `json_rpc` code and `data.errorCode` = `code`; an error of the
+  transport is an ErrorResponse and a JSON-RPC error in one body (`datawell.api.mcp`).
 
 Anything else raised is unexpected: it is logged and shown as `UNEXPECTED` (no internals)."""
 
@@ -98,6 +99,15 @@ class WebSearchError(DatawellError):
     """The configured web-search provider failed or answered something unusable."""
 
 
+class Busy(DatawellError):
+    """Every model slot is taken and the queue in front of them is full; retry after
+    `retry_after_seconds` (REST: the `Retry-After` header; A2A and MCP: `retryAfterSeconds`)."""
+
+    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class InternalError(DatawellError):
     """Something unexpected failed; the cause is logged (and kept as `__cause__`), never shown."""
 
@@ -117,6 +127,7 @@ ERRORS: dict[type[DatawellError], ErrorMapping] = {
     IngestionFailed: ErrorMapping(422, "INGESTION_FAILED", INVALID_PARAMS),
     ModelError: ErrorMapping(502, "MODEL_ERROR", INTERNAL),
     WebSearchError: ErrorMapping(502, "WEB_SEARCH_ERROR", INTERNAL),
+    Busy: ErrorMapping(503, "BUSY", INTERNAL),
 }
 UNEXPECTED = ERRORS[InternalError]
 

@@ -12,6 +12,12 @@ request error. The returned `Run`'s `events()` then only streams the graph's eve
 (`datawell.graphs.events`): a failure during the run is its last event, `RunFailed`, which
 keeps the exception; nothing is raised. Closing the stream (a client gone) stops the graph.
 
+Every run takes a ticket of the model scheduler (`datawell.scheduler`) as its last check, so
+a full queue is a `Busy` error before anything streams. A run that must wait for a slot
+first streams `RunQueued(position)` each time its place changes, then the events below; a
+run that gets a slot at once streams exactly the events below. The slot is held until the
+stream ends or is closed.
+
 Event order:
 - nl2ql: QueryGenerated, RowsReady; or RunFailed.
 - assistant: RunStarted(conversation_id), PlanReady, then per step StepStarted and
@@ -25,10 +31,13 @@ state `runs`); tests hand it a subclass whose `*_events` yield canned events."""
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
 
 from datawell.errors import DatawellError, InternalError, NotFound, QueryError, QueryRefused
 from datawell.graphs.assistant.graph import build_graph as build_assistant_graph
@@ -36,15 +45,21 @@ from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.assistant.state import AssistantContext, CallerContext
 from datawell.graphs.curator.graph import build_graph as build_curator_graph
 from datawell.graphs.curator.state import CuratorContext, CuratorDeps, CuratorState
-from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult, RunStarted
+from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunQueued, RunResult, RunStarted
+from datawell.graphs.memory import finished_turn
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
 from datawell.llm.models import Stage, StageChoices
+from datawell.observability import recorder as recording
+from datawell.observability.recorder import RunRecorder
+from datawell.observability.records import RunRecord
+from datawell.scheduler import Priority, Ticket
 from datawell.services import Services
+from datawell.storage import agent_runs, run_records
 from datawell.storage.access import NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
-from datawell.storage.tables import Conversation, User, new_id, utcnow
+from datawell.storage.tables import Conversation, RunRow, User, new_id, utcnow
 from datawell.tools.pruning import PruneLimits, SchemaPruner
 from datawell.tools.web import HttpWebSearch
 
@@ -91,6 +106,9 @@ class Run:
 
     stream: Events
     conversation_id: str | None = None  # the assistant's conversation
+    # Its record in the run viewer (`GET /api/v1/runs/{id}`); the assistant's is also its
+    # DataLinks SDK run (`storage.agent_runs`), under the same id.
+    run_id: str | None = None
 
     def events(self) -> Events:
         return self.stream
@@ -113,13 +131,55 @@ class Runs:
     async def start_nl2ql(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "query")
-        return Run(ending_in_failure(self.nl2ql_events(request)))
+        run_id = new_id()
+        events = ending_in_failure(self.nl2ql_events(request))
+        return self._scheduled(
+            self._enter(request.user), self.recorded(run_id, "nl2ql", request, events), run_id=run_id
+        )
 
     async def start_assistant(self, request: AskRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "plan", "query", "answer")
-        conversation_id = await self._open_conversation(request)
-        return Run(ending_in_failure(self.assistant_events(request, conversation_id)), conversation_id)
+        ticket = self._enter(request.user)  # before the conversation: a refused run leaves none
+        try:
+            conversation_id = await self._open_conversation(request)
+            async with self.services.db.session() as session:
+                record = await agent_runs.start(session, request.user, conversation_id, request.question)
+        except BaseException:
+            ticket.release()
+            raise
+        events = self.ending_agent_run(
+            record.id, conversation_id, ending_in_failure(self.assistant_events(request, conversation_id))
+        )
+        return self._scheduled(
+            ticket, self.recorded(record.id, "assistant", request, events), conversation_id, record.id
+        )
+
+    async def ending_agent_run(self, run_id: str, conversation_id: str, events: Events) -> Events:
+        """`events`, and the run's record ended with them: completed with the answer and its
+        steps (the AutoRAG answer's shape) and the tokens the turn spent, or failed."""
+        result = RunResult()
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    result.add(event)
+                    yield event
+        finally:
+            error = result.failure.message if result.failure is not None else None
+            if error is None and result.answer is None:
+                error = "the run was stopped before it answered"
+            answer = None
+            if error is None and result.answer is not None:
+                steps = [
+                    {"instruction": s.instruction, "query": s.query, "reasoning": s.reasoning, "data": s.rows}
+                    for s in result.steps
+                ]
+                answer = {"response": result.answer.text, "steps": steps}
+            turn = await finished_turn(self.services.memory, conversation_id, None) if answer else None
+            async with self.services.db.session() as session:
+                await agent_runs.end(
+                    session, run_id, result=answer, error=error, tokens=int((turn or {}).get("tokens", 0))
+                )
 
     async def start_curator(self, request: CurateRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.WRITE)
@@ -127,7 +187,53 @@ class Runs:
         async with self.services.db.session() as session:
             datasets = await list_datasets(session, request.namespace)
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
-        return Run(ending_in_failure(self.curator_events(request, datasets, focus)))
+        run_id = new_id()
+        events = ending_in_failure(self.curator_events(request, datasets, focus))
+        return self._scheduled(
+            self._enter(request.user), self.recorded(run_id, "curator", request, events), run_id=run_id
+        )
+
+    async def recorded(self, run_id: str, graph: str, request: AskRequest | CurateRequest, events: Events) -> Events:
+        """`events`, recorded: the run's span, metrics and record (saved when it ends)."""
+        namespace = request.namespace
+        question = (
+            request.question if isinstance(request, AskRequest) else f"curate links of {request.dataset or namespace}"
+        )
+        recorder = RunRecorder(
+            recording.new_record(
+                run_id, graph, request.user.id, request.user.username, namespace.id, str(namespace), question
+            )
+        )
+        recorder.start()
+        result = RunResult()
+        outcome = "cancelled"  # until the stream ends: a reader that leaves stops the run
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    result.add(event)
+                    yield event
+            outcome = result.failure.error_code if result.failure else "ok"
+        finally:
+            failure = result.failure.message if result.failure else None
+            await self._save(recorder.finish(outcome, failure, summary(result)))
+
+    async def _save(self, record: RunRecord) -> None:
+        row = RunRow(
+            id=record.id,
+            user_id=record.user_id,
+            namespace_id=record.namespace_id,
+            graph=record.graph,
+            outcome=record.outcome,
+            started_at=record.started_at,
+            seconds=record.seconds,
+            question=record.question[:200],
+            record=record.model_dump(mode="json"),
+        )
+        try:
+            async with self.services.db.session() as session:
+                await run_records.save(session, row, self.services.settings.run_retention_days)
+        except Exception:  # the answer stands without its record
+            log.exception("run %s was not recorded", record.id)
 
     async def nl2ql_events(self, request: AskRequest) -> Events:
         graph = build_query_graph(query_deps(self.services))
@@ -140,7 +246,9 @@ class Runs:
         final = QueryState()
         stream = cast(
             AsyncGenerator[tuple[str, Any], None],
-            graph.astream({"question": request.question}, context=context, stream_mode=["custom", "values"]),
+            graph.astream(
+                {"question": request.question}, graph_config(), context=context, stream_mode=["custom", "values"]
+            ),
         )
         async with aclosing(stream):
             async for mode, chunk in stream:
@@ -172,7 +280,7 @@ class Runs:
             Events,
             graph.astream(
                 {"question": request.question},
-                {"configurable": {"thread_id": conversation_id}},
+                {**graph_config(), "configurable": {"thread_id": conversation_id}},
                 context=context,
                 stream_mode="custom",
                 durability="exit",
@@ -195,11 +303,27 @@ class Runs:
             user=request.user, namespace=request.namespace, choices=request.choices, activate=request.activate
         )
         events = cast(
-            Events, graph.astream(CuratorState(datasets=datasets, focus=focus), context=context, stream_mode="custom")
+            Events,
+            graph.astream(
+                CuratorState(datasets=datasets, focus=focus), graph_config(), context=context, stream_mode="custom"
+            ),
         )
         async with aclosing(events):
             async for event in events:
                 yield event
+
+    def _enter(self, user: User) -> Ticket:
+        return self.services.scheduler.enter(user.id, Priority.QUESTION)
+
+    @staticmethod
+    def _scheduled(
+        ticket: Ticket, events: Events, conversation_id: str | None = None, run_id: str | None = None
+    ) -> Run:
+        stream = scheduled(ticket, events)
+        # A run dropped before its stream was started never runs the stream's `finally`:
+        # its ticket goes back when the stream is collected.
+        weakref.finalize(stream, ticket.release).atexit = False
+        return Run(stream, conversation_id, run_id)
 
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:
@@ -228,6 +352,17 @@ class Runs:
             return found.id
 
 
+def summary(result: RunResult) -> str | None:
+    """What a run answered, for its record: the answer, or the query and how many rows."""
+    if result.answer_text() is not None:
+        return result.answer_text()
+    if result.rows is not None:
+        return f"{len(result.rows.rows)} rows from: {result.rows.query}"
+    if result.links is not None:
+        return f"{len(result.links.links)} links"
+    return None
+
+
 async def ending_in_failure(events: Events) -> Events:
     """`events`, with an exception turned into a last RunFailed event (an unexpected one is
     logged and shown as an InternalError). Closing this closes `events`, which stops the graph."""
@@ -242,6 +377,25 @@ async def ending_in_failure(events: Events) -> Events:
             internal = InternalError(RUN_FAILED)
             internal.__cause__ = exc
             yield RunFailed(error=internal)
+
+
+async def scheduled(ticket: Ticket, events: Events) -> Events:
+    """`events` once `ticket` holds a slot, after a `RunQueued` for each place it waited at;
+    closing this (a client gone, a cancelled task) gives the slot or the place back at once."""
+    try:
+        async for position in ticket.positions():
+            yield RunQueued(position=position)
+        async with aclosing(events):
+            async for event in events:
+                yield event
+    finally:
+        ticket.release()
+
+
+def graph_config() -> RunnableConfig:
+    """A graph run's config: the current run's recorder hears its nodes and model calls."""
+    recorder = recording.current()
+    return {"callbacks": [recorder.callbacks()]} if recorder is not None else {}
 
 
 def query_deps(services: Services) -> QueryDeps:

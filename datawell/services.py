@@ -3,15 +3,18 @@ built from settings (`build_services`, once per process or eval run) and handed 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from datawell.config import Settings
 from datawell.graphs.memory import ConversationMemory
 from datawell.llm.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.models import ChatModels
+from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
+from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.db import Database
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
@@ -39,6 +42,9 @@ class Services:
     query_tools: QueryTools
     memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
     examples: VerifiedExamples  # verified question -> query pairs, checked as each caller
+    scheduler: ModelScheduler  # every model call of the process waits here for a slot
+    # Set when this process queues an ingestion: its worker claims it now, not at its next poll.
+    work_queued: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def close(self) -> None:
         await self.memory.close()
@@ -132,4 +138,14 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
         examples=VerifiedExamples(db, query_tools),
+        scheduler=build_scheduler(settings),
+    )
+
+
+def build_scheduler(settings: Settings) -> ModelScheduler:
+    return ModelScheduler(
+        Limits(
+            slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user
+        ),
+        listener=metrics.QueueMetrics(settings.model or "embedded"),
     )

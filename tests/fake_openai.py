@@ -1,16 +1,18 @@
-"""`python -m tests.fake_openai PORT`: an OpenAI-compatible chat endpoint on loopback that
+"""`python -m tests.fake_openai PORT [--delay SECONDS]`: an OpenAI-compatible chat endpoint on loopback that
 answers every request without a model, for running a real `datawell serve` end to end (the
 A2A TCK run in docs/a2a.md). Point litellm at it with `OPENAI_API_BASE=http://127.0.0.1:PORT/v1`
 and a model such as `openai/fake`.
 
 A forced tool call or a JSON-schema response gets arguments made from the schema: `query`
 fields get `SELECT 1 AS one` (a query every namespace can run), list fields one item, other
-text fields a short placeholder. Anything else gets a fixed sentence. Never part of the product."""
+text fields a short placeholder. Anything else gets a fixed sentence. `--delay` makes every
+answer take that long, like a slow model (to check `bench/load.py`). Never part of the product."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -72,8 +74,12 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": ANSWER}
 
 
+DELAY_SECONDS = 0.0
+
+
 async def completions(request: Request) -> Response:
     body = await request.json()
+    await asyncio.sleep(DELAY_SECONDS)
     message = reply(body)
     base = {"id": f"chatcmpl-{uuid.uuid4().hex[:8]}", "created": int(time.time()), "model": body.get("model", "fake")}
     usage = {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
@@ -98,4 +104,9 @@ async def completions(request: Request) -> Response:
 app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds every answer takes")
+    options = parser.parse_args()
+    DELAY_SECONDS = options.delay
+    uvicorn.run(app, host="127.0.0.1", port=options.port, log_level="warning")

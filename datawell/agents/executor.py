@@ -16,7 +16,6 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus
-from a2a.utils.errors import UnsupportedOperationError
 
 from datawell.agents.requests import PREPARED, RUNS, a2a_error, read_request
 from datawell.errors import DatawellError, InternalError
@@ -26,6 +25,7 @@ from datawell.graphs.events import (
     QueryGenerated,
     RowsReady,
     RunFailed,
+    RunQueued,
     StepFinished,
     StepStarted,
 )
@@ -74,15 +74,20 @@ class GraphExecutor(AgentExecutor):
 
     @staticmethod
     def submitted_task(context: RequestContext) -> Task:
-        """The request's task, SUBMITTED, its history starting with the caller's message."""
-        assert context.task_id and context.context_id and context.message
-        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
+        """The request's task, SUBMITTED, with empty artifacts and history, as SPEC.md's assistant
+        stream starts (the caller already holds its message; reads of the task later carry it)."""
+        assert context.task_id and context.context_id
+        task = Task(id=context.task_id, context_id=context.context_id)
         task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
         task.status.timestamp.FromDatetime(datetime.now(UTC))
         return task
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise UnsupportedOperationError("Datawell agents do not cancel tasks")
+        """CancelTask of a running task: the task ends CANCELED. The SDK then cancels the
+        task's `execute`, which closes the run's stream: the graph stops and its model slot
+        (or place in the queue) is free at once."""
+        assert context.task_id and context.context_id
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
 async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
@@ -91,6 +96,8 @@ async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
     async with aclosing(run.events()) as events:
         async for event in events:
             match event:
+                case RunQueued():
+                    await updater.start_work(queued_message(updater, event.position))
                 case QueryGenerated():
                     await updater.add_artifact(
                         [new_text_part(event.query)], artifact_id=GENERATED_QUERY, name=GENERATED_QUERY
@@ -146,6 +153,17 @@ def agent_message(updater: TaskUpdater, message_id: str, parts: list[Part]) -> M
         context_id=updater.context_id,
         parts=parts,
     )
+
+
+def queued_message(updater: TaskUpdater, position: int) -> Message:
+    """The run waits for a model slot: its place (1 = next), as text and as `metadata.queuePosition`."""
+    message = agent_message(
+        updater,
+        f"{updater.task_id}-queued-{position}",
+        [new_text_part(f"waiting for the model: number {position} in the queue")],
+    )
+    message.metadata.update({"queuePosition": position})
+    return message
 
 
 def plan_parts(plan: PlanReady, data_parts: bool) -> list[Part]:

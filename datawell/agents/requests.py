@@ -16,7 +16,7 @@ from a2a.types import Part, SendMessageRequest
 from a2a.utils.errors import A2AError, ContentTypeNotSupportedError, InternalError, InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 
-from datawell.errors import INVALID_PARAMS, DatawellError
+from datawell.errors import INVALID_PARAMS, Busy, DatawellError
 from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Runs
 from datawell.storage.access import namespace_named
@@ -103,4 +103,7 @@ def a2a_error(exc: DatawellError) -> A2AError:
     `datawell.errors.ERRORS`; `data.errorCode` carries the Datawell code (FORBIDDEN, NOT_FOUND, …)."""
     mapping = exc.mapping
     error_class = InvalidParamsError if mapping.json_rpc == INVALID_PARAMS else InternalError
-    return error_class(exc.message, data={"errorCode": mapping.code})
+    data: dict[str, Any] = {"errorCode": mapping.code}
+    if isinstance(exc, Busy):
+        data["retryAfterSeconds"] = exc.retry_after_seconds
+    return error_class(exc.message, data=data)

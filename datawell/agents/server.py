@@ -7,7 +7,8 @@ and a JSON-RPC dispatcher from a2a-sdk.
 - `AgentRequestHandler` starts the run (`GraphExecutor.prepare`: every check) before the SDK
   creates a task, so a bad request is a JSON-RPC error and leaves no task behind.
 - The agents are stateless over A2A (SPEC.md): `RunningTaskStore` keeps a task only while it
-  runs, so GetTask finds running tasks and nothing else, and CancelTask is unsupported."""
+  runs, so GetTask finds running tasks and nothing else; CancelTask of a running task ends
+  it CANCELED and stops its run (`GraphExecutor.cancel`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCard, CancelTaskRequest, Message, SendMessageRequest, Task, TaskState
-from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -69,10 +69,15 @@ class CallerContextBuilder(DefaultServerCallContextBuilder):
 
 
 class RunningTaskStore(InMemoryTaskStore):
-    """Forgets a task once it finishes: nothing asks for it again, and memory stays flat."""
+    """Forgets a task once it finishes: nothing asks for it again, and memory stays flat.
+    A task being canceled is kept until CancelTask has read its CANCELED state back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.canceling: set[str] = set()
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        if task.status.state in FINISHED:
+        if task.status.state in FINISHED and task.id not in self.canceling:
             await self.delete(task.id, context)
         else:
             await super().save(task, context)
@@ -80,6 +85,7 @@ class RunningTaskStore(InMemoryTaskStore):
 
 class AgentRequestHandler(DefaultRequestHandler):
     agent_executor: GraphExecutor
+    running: RunningTaskStore
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
         context.state[PREPARED] = await self.agent_executor.prepare(params, context)
@@ -93,9 +99,14 @@ class AgentRequestHandler(DefaultRequestHandler):
             yield event
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        if await self.task_store.get(params.id, context) is None:
-            raise TaskNotFoundError
-        raise UnsupportedOperationError("Datawell agents do not cancel tasks; close the stream to stop reading")
+        self.running.canceling.add(params.id)
+        try:
+            return await super().on_cancel_task(params, context)
+        finally:
+            self.running.canceling.discard(params.id)
+            task = await self.running.get(params.id, context)
+            if task is not None and task.status.state in FINISHED:
+                await self.running.delete(params.id, context)
 
 
 def extended_card_for(spec: AgentSpec) -> Callable[[AgentCard, ServerCallContext], Awaitable[AgentCard]]:
@@ -123,6 +134,7 @@ class AgentServer:
                 extended_agent_card=agent_card(spec, "", extended=True),
                 extended_card_modifier=extended_card_for(spec),
             )
+            handler.running = store
             self.handlers[spec.name] = handler
             self.dispatchers[spec.name] = JsonRpcDispatcher(handler, context_builder=CallerContextBuilder())
 

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.errors import error_body
-from datawell.api.routing import Context, Router
+from datawell.api.routing import Context, Router, named_user
 from datawell.api.schemas import ApiModel
 from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
@@ -27,6 +27,7 @@ from datawell.graphs.events import (
     PlanReady,
     RunFailed,
     RunFinished,
+    RunQueued,
     RunStarted,
     StepFinished,
 )
@@ -34,19 +35,21 @@ from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Run
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
+from datawell.storage.users import SELF
 
 router = Router("query")
 
 EVENT_STREAM = "text/event-stream"
 SSE_EVENTS = """Server-Sent Events, one JSON object in each `data:` line, in this order:
-`run-started` `{conversationId}` (always first; keep the id to continue the conversation),
+`queued` `{position}` (only while the run waits for the model, before anything else: its place, 1 = next; again each time it changes),
+`run-started` `{conversationId}` (first once the run has a slot; keep the id to continue the conversation),
 `plan` `{text, steps}` (the step instructions),
 per step `step` `{index, instruction, query, reasoning, data, error}` (`data` = the result rows; `error` is set when the step's query failed),
 `answer-delta` `{text}` (answer tokens, when the model streams; `{text, replace: true}` replaces all streamed so far, when the service corrected numbers the rows do not hold),
 `answer` `{text}` (the whole answer),
 `run-finished` `{conversationId}`.
 A run that fails after it started ends with `error` (an ErrorResponse) instead of `run-finished`.
-Errors found before the run starts (401, 403, 404, 422; 502 when a stage has no usable model) are plain ErrorResponses, not streams.
+Errors found before the run starts (401, 403, 404, 422; 502 when a stage has no usable model; 503 with `Retry-After` when the model's queue is full) are plain ErrorResponses, not streams.
 Closing the connection cancels the run."""
 
 
@@ -65,7 +68,7 @@ class StageModels(ApiModel):
 
 class AutoRagRequest(ApiModel):
     username: str | None = Field(
-        None, description="Owner username of the namespace; defaults to the caller", min_length=1
+        None, description="Owner username of the namespace; `self` or none: the caller", min_length=1
     )
     namespace: str = Field(min_length=1, description="Namespace to answer from")
     query: str = Field(min_length=1, description="The question")
@@ -109,7 +112,7 @@ class AutoRagResponse(ApiModel):
     summary="Answer a question from the data the caller can read",
     body=AutoRagRequest,
     response=AutoRagResponse,
-    errors=(403, 404, 415, 422, 502),
+    errors=(403, 404, 415, 422, 502, 503),
     streams={EVENT_STREAM: SSE_EVENTS},
     headers=(("Accept", f"`application/json` (default) or `{EVENT_STREAM}` for a stream of run events"),),
 )
@@ -118,7 +121,7 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
     runs = ctx.runs
     async with runs.services.db.session() as session:
-        namespace = await namespace_named(session, body.username or user.username, body.namespace)
+        namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
     ask = AskRequest(
         user=user,
         namespace=namespace,
@@ -131,9 +134,16 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
     )
     # Checks that fail raise here, before anything streams: the client gets an ErrorResponse.
     run = await runs.start_assistant(ask)
+    # Where the run's record will be (GET /api/v1/runs/{id}), before its first event.
+    headers = {RUN_HEADER: run.run_id} if run.run_id else None
     if wants_stream(request):
-        return EventSourceResponse(sse_events(run), ping=15)
-    return await json_answer(run)
+        return EventSourceResponse(sse_events(run), ping=15, headers=headers)
+    response = await json_answer(run)
+    response.headers.update(headers or {})
+    return response
+
+
+RUN_HEADER = "Datawell-Run-Id"
 
 
 def wants_stream(request: Request) -> bool:
@@ -172,6 +182,8 @@ async def sse_events(run: Run) -> AsyncIterator[ServerSentEvent]:
 def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
     """The SSE event for one graph event; None for events REST does not show (StepStarted)."""
     match event:
+        case RunQueued():
+            return _sse("queued", {"position": event.position})
         case RunStarted():
             return _sse("run-started", {"conversationId": event.conversation_id})
         case PlanReady():

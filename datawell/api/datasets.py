@@ -1,4 +1,5 @@
-"""Datasets: create (namespace created on first use), list and read."""
+"""Datasets: create (namespace created on first use), list, read, change the description and
+schema, rename (the dataset or its namespace), delete (`datawell.lifecycle`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from datetime import datetime
 from pydantic import Field
 from starlette.requests import Request
 
+from datawell import lifecycle
 from datawell.api.routing import Context, DatasetPath, NamespacePath, PathModel, Router
 from datawell.api.schemas import ApiModel
+from datawell.lifecycle import Stores
 from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.datasets import (
     FIELD_PATTERN_TEXT,
@@ -19,6 +22,7 @@ from datawell.storage.datasets import (
     readable_datasets,
 )
 from datawell.storage.tables import Dataset, User
+from datawell.storage.users import NAME_PATTERN
 
 router = Router("datasets")
 
@@ -35,11 +39,13 @@ class DatasetCreateRequest(ApiModel):
         "", max_length=MAX_DESCRIPTION, description="Describes the dataset to help the AI system understand context."
     )
     schema_definition: dict[str, str] = Field(
+        default_factory=dict,
         description="Maps field names to descriptions that guide structuring of extracted data. Field names are "
-        "column names: letters, digits and '_', not starting with a digit or '__', unique ignoring case.",
+        "column names: letters, digits and '_', not starting with a digit or '__', unique ignoring case. Omitted "
+        "or empty: the dataset takes its fields from the first JSON rows ingested into it (`POST /ingest/...`) "
+        "or from a `schemaDefinition` given when an upload finishes.",
         # Checked by create, which names every bad field and why.
         json_schema_extra={
-            "minProperties": 1,
             "maxProperties": MAX_FIELDS,
             "propertyNames": {"pattern": FIELD_PATTERN_TEXT},
         },
@@ -127,3 +133,151 @@ async def read(request: Request, ctx: Context, user: User, path: DatasetPath) ->
         ctx.services.db.direct, user, path.username, path.namespace, path.dataset_name
     )
     return DatasetResponse.of(namespace, dataset)
+
+
+class DefinitionUpdate(ApiModel):
+    data_description: str | None = Field(None, max_length=MAX_DESCRIPTION, description="The new description.")
+    schema_definition: dict[str, str] | None = Field(
+        None,
+        description="The whole new schema, field name -> description. A new field becomes a nullable (text) "
+        "column; a field left out is removed, which is refused (409) while rows hold values in it unless force=true.",
+        json_schema_extra={
+            "minProperties": 1,
+            "maxProperties": MAX_FIELDS,
+            "propertyNames": {"pattern": FIELD_PATTERN_TEXT},
+        },
+    )
+
+
+class DefinitionQuery(ApiModel):
+    force: bool = Field(False, description="Remove fields even though rows hold values in them (the values go).")
+
+
+class RenameRequest(ApiModel):
+    # Checked by the rename, which says what a name may hold.
+    name: str = Field(description="The new name.", json_schema_extra={"pattern": NAME_PATTERN.pattern})
+
+
+class NamespaceResponse(ApiModel):
+    owner: str
+    name: str
+
+
+class DeletedResponse(ApiModel):
+    rows_deleted: int
+    vectors_deleted: int
+    links_deleted: int
+    uploads_deleted: int
+    objects_deleted: int
+    examples_deleted: int = Field(description="Verified examples whose query named the dataset.")
+    ingestions_ended: int = Field(description="Queued or running attempts stopped.")
+
+
+def stores(ctx: Context) -> Stores:
+    return Stores(ctx.services.db, ctx.services.rows, ctx.services.vectors, ctx.services.objects)
+
+
+def _coordinate(user: User, path: DatasetPath) -> tuple[str, str, str]:
+    return path.owner_for(user), path.namespace, path.dataset_name
+
+
+@router.operation(
+    "PUT",
+    "/data/{username}/{namespace}/{datasetName}/inferDefinition",
+    summary="Update a dataset's description and schema",
+    body=DefinitionUpdate,
+    query=DefinitionQuery,
+    response=DatasetResponse,
+    errors=(403, 404, 409, 415, 422),
+    params=DatasetPath,
+)
+async def update_definition(
+    request: Request, ctx: Context, user: User, body: DefinitionUpdate, query: DefinitionQuery, path: DatasetPath
+) -> DatasetResponse:
+    """Changes the description, the schema, or both (needs write access to the namespace)."""
+    dataset = await lifecycle.update_definition(
+        stores(ctx),
+        user,
+        *_coordinate(user, path),
+        body.data_description,
+        body.schema_definition,
+        force=query.force,
+    )
+    return DatasetResponse.of(dataset.namespace, dataset.record)
+
+
+@router.operation(
+    "POST",
+    "/data/{username}/{namespace}/{datasetName}/rename",
+    summary="Rename a dataset",
+    body=RenameRequest,
+    text_field="name",
+    response=DatasetResponse,
+    errors=(403, 404, 409, 415, 422),
+    params=DatasetPath,
+)
+async def rename(request: Request, ctx: Context, user: User, body: RenameRequest, path: DatasetPath) -> DatasetResponse:
+    """Renames the dataset (JSON `{"name": ...}`, or the new name as text/plain); its links and
+    the verified examples naming it follow. 409 when the namespace has a dataset of that name."""
+    dataset = await lifecycle.rename_dataset(stores(ctx), user, *_coordinate(user, path), body.name)
+    return DatasetResponse.of(dataset.namespace, dataset.record)
+
+
+@router.operation(
+    "POST",
+    "/data/{username}/{namespace}/rename",
+    summary="Rename a namespace",
+    body=RenameRequest,
+    text_field="name",
+    response=NamespaceResponse,
+    errors=(403, 404, 409, 415, 422),
+    params=NamespacePath,
+)
+async def rename_namespace(
+    request: Request, ctx: Context, user: User, body: RenameRequest, path: NamespacePath
+) -> NamespaceResponse:
+    """Renames the namespace (JSON `{"name": ...}`, or the new name as text/plain); links and
+    verified examples follow. 409 when the owner has a namespace of that name."""
+    renamed = await lifecycle.rename_namespace(stores(ctx), user, path.owner_for(user), path.namespace, body.name)
+    return NamespaceResponse(owner=renamed.owner, name=renamed.name)
+
+
+async def _delete(ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
+    deleted = await lifecycle.delete_dataset(stores(ctx), user, *_coordinate(user, path))
+    return DeletedResponse(
+        rows_deleted=deleted.rows,
+        vectors_deleted=deleted.vectors,
+        links_deleted=deleted.links,
+        uploads_deleted=deleted.uploads,
+        objects_deleted=deleted.objects,
+        examples_deleted=deleted.examples,
+        ingestions_ended=deleted.ingestions_ended,
+    )
+
+
+@router.operation(
+    "DELETE",
+    "/data/{username}/{namespace}/{datasetName}",
+    summary="Delete a dataset",
+    response=DeletedResponse,
+    errors=(403, 404),
+    params=DatasetPath,
+)
+async def delete(request: Request, ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
+    """Irreversibly deletes the dataset with its rows, vectors, links, uploaded files and the
+    verified examples naming it, ending its queued and running ingestions; the name is free
+    at once."""
+    return await _delete(ctx, user, path)
+
+
+@router.operation(
+    "DELETE",
+    "/data/{username}/{namespace}/{datasetName}/balefire",
+    summary="Delete a dataset (DataLinks path)",
+    response=DeletedResponse,
+    errors=(403, 404),
+    params=DatasetPath,
+)
+async def balefire(request: Request, ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
+    """The DataLinks SDK's path of `DELETE /data/{username}/{namespace}/{datasetName}`."""
+    return await _delete(ctx, user, path)

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.schemas import ErrorResponse, SubErrorBody
-from datawell.errors import DatawellError, InvalidInput, MethodNotAllowed, NotFound, SubError, Unauthorized
+from datawell.errors import Busy, DatawellError, InvalidInput, MethodNotAllowed, NotFound, SubError, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,8 @@ def error_body(exc: DatawellError) -> dict[str, Any]:
 def error_response(exc: DatawellError, headers: Mapping[str, str] | None = None) -> JSONResponse:
     if isinstance(exc, Unauthorized):
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    if isinstance(exc, Busy):
+        headers = {**(headers or {}), "Retry-After": str(exc.retry_after_seconds)}
     return JSONResponse(error_body(exc), status_code=exc.mapping.http_status, headers=headers)
 
 

@@ -206,18 +206,19 @@ async def read_attempt(request: Request, ctx: Context, user: User, ingestion: In
     "/ingestionTracking/{ingestionId}/retry",
     summary="Retry an ingestion",
     response=RetryResponse,
-    status=202,
+    status=201,
     errors=(403, 404, 409, 422),
     resolve=WRITABLE_INGESTION,
 )
 async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> RetryResponse:
-    """Creates a new ingestion of the same uploaded file and queues it for the background
-    worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
+    """Creates a new ingestion of the same uploaded file (201, the new attempt's id) and queues
+    it for the background worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
     while another ingestion of the same file is queued, running or succeeded."""
     async with ctx.services.db.session() as session:
         session.add(ingestion)
         attempt = await ingestions.retry(session, ingestion, user)
-        return RetryResponse(id=uuid.UUID(attempt.id))
+    ctx.services.work_queued.set()
+    return RetryResponse(id=uuid.UUID(attempt.id))
 
 
 @router.operation(

@@ -129,7 +129,7 @@ def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
     summary="Curate links between datasets",
     body=CurateLinksRequest,
     response=CurateLinksResponse,
-    errors=(403, 404, 415, 422, 502),
+    errors=(403, 404, 415, 422, 502, 503),
 )
 async def curate_links(request: Request, ctx: Context, user: User, body: CurateLinksRequest) -> JSONResponse:
     """Links curated successfully. Candidates are computed from the data (shared values,

@@ -24,6 +24,7 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
     "buildSpecId": UUID_SCHEMA,
     "linkId": UUID_SCHEMA,
     "exampleId": UUID_SCHEMA,
+    "runId": UUID_SCHEMA,
 }
 # The If-Match the BuildSpec update reads: `*` or a version, as an ETag or a bare number.
 IF_MATCH_PATTERN = r'^\s*(\*|(W/)?"?[0-9]+"?)\s*$'
@@ -101,13 +102,18 @@ def _operation(op: Operation, refs: dict[Any, Any], schemas: dict[str, Any]) -> 
     if op.body is not None:
         body = _schema(op.body, refs, schemas)
         doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        if op.text_field is not None:
+            field = op.body.model_json_schema(by_alias=True)["properties"][op.text_field]
+            text = {**field, "description": f"the value of `{op.text_field}` alone, as text"}
+            doc["requestBody"]["content"]["text/plain"] = {"schema": text}
     success: dict[str, Any] = {"description": "Success"}
     if op.response is not None:
         success["content"] = {"application/json": {"schema": _schema(op.response, refs, schemas)}}
     for media_type, description in op.streams.items():
         kind = "object" if media_type == "application/json" else "string"
         success.setdefault("content", {})[media_type] = {"schema": {"type": kind, "description": description}}
-    doc["responses"][str(op.status)] = success
+    for status in (op.status, *op.also):
+        doc["responses"][str(status)] = success
     for status in op.errors:
         doc["responses"][str(status)] = {
             "description": ERROR_TEXT.get(status, "Error"),

@@ -31,6 +31,7 @@ from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, authorize
 from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.tables import User
+from datawell.storage.users import SELF
 
 Endpoint = Callable[..., Awaitable[Any]]
 M = TypeVar("M", bound=BaseModel)
@@ -155,15 +156,34 @@ class Operation:
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
+    also: tuple[int, ...] = ()  # other success statuses, with the same body (DataLinks SDK routes)
     params: type[PathModel] | None = None  # the handler gets it as `path`
     resolve: Resolver[Any, Any] | None = None  # the handler gets what it resolves as `resolve.name`
+    # A body field a text/plain body fills, for clients that send one value as text (the
+    # DataLinks SDK's renames); JSON bodies are taken as well.
+    text_field: str | None = None
 
 
 async def current_user(request: Request, ctx: Context) -> User:
-    """The caller named by the bearer token (401 without a valid one)."""
+    """The caller named by the bearer token (401 without a valid one). A path's username
+    `self` is the caller's, for every route at once (the DataLinks SDK names the caller so),
+    before the path is parsed and resolved."""
     user = await ctx.services.tokens.authenticate(request.headers.get("authorization"))
     request.scope["user"] = user
+    params = request.scope.get("path_params", {})
+    for name in PATH_USERNAMES:
+        if name in params:
+            params[name] = named_user(params[name], user)
     return user
+
+
+PATH_USERNAMES = ("username", "user", "owner")  # path parameters that name a user
+
+
+def named_user(username: str, caller: User) -> str:
+    """`username` as given, or the caller's own when it is `self`: the one rule for paths and
+    bodies alike."""
+    return caller.username if username == SELF else username
 
 
 class Router:
@@ -241,7 +261,7 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
         if op.query is not None:
             kwargs["query"] = parse_query(request, op.query)
         if op.body is not None:
-            kwargs["body"] = await parse_body(request, op.body)
+            kwargs["body"] = await parse_body(request, op.body, text_field=op.text_field)
         if path_model is not None:
             path = parse_path(request, path_model)
             if op.params is not None:
@@ -260,10 +280,20 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
-async def parse_body(request: Request, model: type[M]) -> M:
+async def parse_body(request: Request, model: type[M], *, text_field: str | None = None) -> M:
     """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
-    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422."""
+    pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422;
+    with `text_field`, a text/plain body is that field's value."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if text_field is not None and media_type == "text/plain":
+        try:
+            text = (await request.body()).decode()
+        except UnicodeDecodeError:
+            raise InvalidInput("the body is not UTF-8 text") from None
+        try:
+            return model.model_validate({text_field: text.strip()})
+        except ValidationError as exc:
+            raise validation_error(exc) from None
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()

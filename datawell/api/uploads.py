@@ -16,11 +16,11 @@ from datawell.api.routing import WRITABLE_DATASET, Context, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
-from datawell.services import PART_PATH
+from datawell.services import PART_PATH, Services
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.ingestions import enqueue
 from datawell.storage.objects import LocalObjectStore, ObjectStore, StoredPart, normalize_etag, part_size_error
-from datawell.storage.tables import Upload, User, utcnow
+from datawell.storage.tables import Ingestion, Upload, User, utcnow
 from datawell.storage.uploads import (
     MAX_FILENAME,
     MAX_PARTS,
@@ -198,16 +198,30 @@ async def complete(
     wrong parts (the upload stays open, so they can be sent again); 409 if the upload is not
     open. An upload whose completion died half-way (no answer came) can be completed again
     once the completion lease has passed."""
-    services = ctx.services
+    ingestion = await complete_upload(ctx.services, dataset, user, body.upload_id, body.key, body.parts)
+    return CompleteResponse(id=ingestion.id, upload_id=body.upload_id, key=body.key, status=ingestion.status)
+
+
+async def complete_upload(
+    services: Services,
+    dataset: DatasetRef,
+    user: User,
+    upload_id: str,
+    key: str,
+    claimed: list[CompletedPart] | None,
+    name: str | None = None,
+) -> Ingestion:
+    """Assemble the upload's parts and queue its ingestion (named `name`, else the file's
+    name): `complete`, and the DataLinks SDK's `finish`."""
     async with services.db.session() as session:
-        upload = await get_upload(session, dataset, body.upload_id, body.key)
+        upload = await get_upload(session, dataset, upload_id, key)
         retaken = await start_completing(session, upload)
     try:
         if retaken and await assembled(services.objects, upload):
             await services.objects.abort_multipart(upload.key, upload.id)  # leftover parts, if any
         else:
             stored = await services.objects.stored_parts(upload.key, upload.id)
-            parts = checked_parts(upload, stored, body.parts)
+            parts = checked_parts(upload, stored, claimed)
             await services.objects.complete_multipart(upload.key, upload.id, parts)
     except BaseException:
         async with services.db.session() as session:
@@ -215,8 +229,9 @@ async def complete(
         raise
     async with services.db.session() as session:
         await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
-        ingestion = await enqueue(session, dataset.record, upload.key, upload.filename, upload.size, user)
-    return CompleteResponse(id=ingestion.id, upload_id=upload.id, key=upload.key, status=ingestion.status)
+        ingestion = await enqueue(session, dataset.record, upload.key, name or upload.filename, upload.size, user)
+    services.work_queued.set()
+    return ingestion
 
 
 async def assembled(objects: ObjectStore, upload: Upload) -> bool:

@@ -11,7 +11,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from datawell.client.models import CompletedPart, IngestionAttempt, RunEvent
-from datawell.client.operations import API, Call, Operations, autorag_body, connection_options
+from datawell.client.operations import API, Call, Operations, autorag_body, connection_options, error_of, export_call
 from datawell.client.streams import STREAM, EventReader, Part, Progress, Tracker, parts_of, stream_error
 
 T = TypeVar("T")
@@ -94,6 +94,43 @@ class AsyncClient(Operations):
             async for line in response.aiter_lines():
                 if (event := reader.feed(line)) is not None:
                     yield event
+
+    async def iter_rows(
+        self, owner: str, namespace: str, dataset: str, **options: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        """As `Client.iter_rows`: every row, page after page."""
+        cursor = None
+        while True:
+            page = await self.rows(owner, namespace, dataset, cursor=cursor, **options)
+            for row in page.data:
+                yield row
+            cursor = page.metadata.next_cursor
+            if cursor is None:
+                return
+
+    async def export(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        destination: Path | str,
+        *,
+        format: str = "parquet",
+        columns: list[str] | None = None,
+        filter: str | None = None,
+    ) -> int:
+        """As `Client.export`: the whole file streamed to `destination`; the bytes written."""
+        path, params = export_call(owner, namespace, dataset, format, columns, filter)
+        timeout = httpx.Timeout(self.http.timeout.connect, read=None)
+        async with self.http.stream("GET", path, params=params, timeout=timeout) as response:
+            if response.is_error:
+                await response.aread()
+                raise error_of(response)
+            written = 0
+            with Path(destination).open("wb") as file:
+                async for chunk in response.aiter_bytes():
+                    written += file.write(chunk)
+        return written
 
     async def aclose(self) -> None:
         await self.http.aclose()

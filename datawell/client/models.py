@@ -139,6 +139,34 @@ class Cleared(Model):
     ingestions_cancelled: int
 
 
+class RowsMetadata(Model):
+    columns: list[str]
+    count: int
+    next_cursor: str | None = None
+
+
+class RowsPage(Model):
+    """A page of a dataset's rows; each row holds the chosen fields and `__id`."""
+
+    data: list[dict[str, Any]]
+    metadata: RowsMetadata
+
+
+class Deleted(Model):
+    rows_deleted: int
+    vectors_deleted: int
+    links_deleted: int
+    uploads_deleted: int
+    objects_deleted: int
+    examples_deleted: int
+    ingestions_ended: int
+
+
+class NamespaceInfo(Model):
+    owner: str
+    name: str
+
+
 class StageModel(Model):
     model: str | None = None
     provider: str | None = None

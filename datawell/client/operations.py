@@ -31,6 +31,7 @@ from datawell.client.models import (
     Dataset,
     DatasetCoordinate,
     DatasetList,
+    Deleted,
     Example,
     ExampleList,
     Health,
@@ -38,9 +39,11 @@ from datawell.client.models import (
     Link,
     LinkList,
     Mark,
+    NamespaceInfo,
     PartReceipt,
     PreparedUpload,
     Retried,
+    RowsPage,
     StageModel,
 )
 
@@ -282,6 +285,60 @@ class Operations:
         """Irreversibly remove every row, vector and link of the dataset."""
         return Call("POST", dataset_path("/data", owner, namespace, dataset) + "/clear", returns(Cleared))
 
+    # Rows back (see also export(), which streams a whole file)
+
+    @operation
+    def rows(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        *,
+        columns: list[str] | None = None,
+        filter: str | None = None,
+        cursor: str | None = None,
+        page_size: int = 100,
+    ) -> Call[RowsPage]:
+        """One page of the dataset's rows in `__id` order; pass `metadata.next_cursor` as
+        `cursor` for the next (None on the last page). `filter` is a query-language condition."""
+        params = rows_params(columns, filter) | without_none(cursor=cursor, pageSize=page_size)
+        return Call("GET", dataset_path("/data", owner, namespace, dataset) + "/rows", returns(RowsPage), params=params)
+
+    # A dataset's life
+
+    @operation
+    def update_dataset(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        *,
+        description: str | None = None,
+        schema: dict[str, str] | None = None,
+        force: bool = False,
+    ) -> Call[Dataset]:
+        """Change the description and/or the whole schema: a new field is a new nullable column;
+        removing a field that rows hold values in is refused (409) unless `force`."""
+        body = without_none(dataDescription=description, schemaDefinition=schema)
+        path = dataset_path("/data", owner, namespace, dataset) + "/inferDefinition"
+        return Call("PUT", path, returns(Dataset), body, params={"force": "true"} if force else {})
+
+    @operation
+    def rename_dataset(self, owner: str, namespace: str, dataset: str, new_name: str) -> Call[Dataset]:
+        path = dataset_path("/data", owner, namespace, dataset) + "/rename"
+        return Call("POST", path, returns(Dataset), {"name": new_name})
+
+    @operation
+    def rename_namespace(self, owner: str, namespace: str, new_name: str) -> Call[NamespaceInfo]:
+        path = f"{API}/data/{segment(owner)}/{segment(namespace)}/rename"
+        return Call("POST", path, returns(NamespaceInfo), {"name": new_name})
+
+    @operation
+    def delete_dataset(self, owner: str, namespace: str, dataset: str) -> Call[Deleted]:
+        """Irreversibly delete the dataset with its rows, vectors, links, files and the
+        verified examples naming it; the name is free at once."""
+        return Call("DELETE", dataset_path("/data", owner, namespace, dataset), returns(Deleted))
+
     # Questions (see also ask(), which streams the run's events)
 
     @operation
@@ -379,6 +436,22 @@ def autorag_body(namespace: str, query: str, **options: Any) -> dict[str, Any]:
             }
         body[to_camel(name)] = value
     return body
+
+
+EXPORT_FORMATS = ("jsonl", "csv", "parquet")
+
+
+def rows_params(columns: list[str] | None, filter: str | None) -> dict[str, Any]:
+    return without_none(columns=",".join(columns) if columns is not None else None, filter=filter)
+
+
+def export_call(
+    owner: str, namespace: str, dataset: str, format: str, columns: list[str] | None, filter: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The path and query of a whole-file export."""
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}")
+    return dataset_path("/data", owner, namespace, dataset) + "/rows", rows_params(columns, filter) | {"format": format}
 
 
 def connection_options(server: str, token: str | None, timeout: float) -> dict[str, Any]:

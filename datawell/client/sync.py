@@ -12,7 +12,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from datawell.client.models import CompletedPart, IngestionAttempt, PartReceipt, RunEvent
-from datawell.client.operations import API, Call, Operations, autorag_body, connection_options
+from datawell.client.operations import API, Call, Operations, autorag_body, connection_options, error_of, export_call
 from datawell.client.streams import STREAM, EventReader, Part, Progress, Tracker, parts_of, stream_error
 
 T = TypeVar("T")
@@ -100,6 +100,41 @@ class Client(Operations):
             for line in response.iter_lines():
                 if (event := reader.feed(line)) is not None:
                     yield event
+
+    def iter_rows(self, owner: str, namespace: str, dataset: str, **options: Any) -> Iterator[dict[str, Any]]:
+        """Every row of the dataset (options as for `rows`), page after page."""
+        cursor = None
+        while True:
+            page = self.rows(owner, namespace, dataset, cursor=cursor, **options)
+            yield from page.data
+            cursor = page.metadata.next_cursor
+            if cursor is None:
+                return
+
+    def export(
+        self,
+        owner: str,
+        namespace: str,
+        dataset: str,
+        destination: Path | str,
+        *,
+        format: str = "parquet",
+        columns: list[str] | None = None,
+        filter: str | None = None,
+    ) -> int:
+        """Write every matching row to `destination` as `format` (jsonl, csv or parquet),
+        streamed to disk as the server sends it; returns the bytes written."""
+        path, params = export_call(owner, namespace, dataset, format, columns, filter)
+        timeout = httpx.Timeout(self.http.timeout.connect, read=None)
+        with self.http.stream("GET", path, params=params, timeout=timeout) as response:
+            if response.is_error:
+                response.read()
+                raise error_of(response)
+            written = 0
+            with Path(destination).open("wb") as file:
+                for chunk in response.iter_bytes():
+                    written += file.write(chunk)
+        return written
 
     def close(self) -> None:
         self.http.close()

@@ -1,5 +1,5 @@
-"""`datawell datasets`, `attempts`, `retry` and `clear`: a server's datasets and their
-ingestions, through the client."""
+"""`datawell datasets`, `attempts`, `retry`, `clear`, `update`, `rename`, `rename-namespace`
+and `delete`: a server's datasets, their ingestions and their life, through the client."""
 
 from __future__ import annotations
 
@@ -83,4 +83,75 @@ def clear(
     typer.echo(
         f"cleared {dataset}: {cleared.rows_deleted} rows, {cleared.vectors_deleted} vectors, "
         f"{cleared.links_deleted} links removed; {cleared.ingestions_cancelled} ingestions stopped"
+    )
+
+
+def rename(
+    dataset: DatasetArgument,
+    new_name: Annotated[str, typer.Argument(help="The dataset's new name.", show_default=False)],
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Rename a dataset; its links and the verified examples naming it follow."""
+    with connect(server, token) as client:
+        renamed = client.rename_dataset(*dataset_address(dataset), new_name)
+    typer.echo(f"renamed {dataset} to {renamed.owner}/{renamed.namespace}/{renamed.dataset_name}")
+
+
+def rename_namespace(
+    namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE", show_default=False)],
+    new_name: Annotated[str, typer.Argument(help="The namespace's new name.", show_default=False)],
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Rename a namespace; links and verified examples follow."""
+    with connect(server, token) as client:
+        renamed = client.rename_namespace(*namespace_address(namespace), new_name)
+    typer.echo(f"renamed {namespace} to {renamed.owner}/{renamed.name}")
+
+
+def update(
+    dataset: DatasetArgument,
+    description: Annotated[str | None, typer.Option(help="The new description.")] = None,
+    add: Annotated[list[str] | None, typer.Option(help="Add a field: NAME=DESCRIPTION (repeatable).")] = None,
+    remove: Annotated[list[str] | None, typer.Option(help="Remove a field (repeatable).")] = None,
+    force: Annotated[bool, typer.Option(help="Remove fields even though rows hold values in them.")] = False,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Change a dataset's description or fields: an added field is a new empty column; a field
+    rows hold values in is only removed with --force."""
+    address = dataset_address(dataset)
+    with connect(server, token) as client:
+        schema = None
+        if add or remove:
+            schema = dict(client.get_dataset(*address).schema_definition)
+            for item in add or []:
+                name, sep, text = item.partition("=")
+                if not sep or not name.strip():
+                    raise typer.BadParameter("give a field as NAME=DESCRIPTION", param_hint="--add")
+                schema[name.strip()] = text.strip()
+            for name in remove or []:
+                if schema.pop(name, None) is None:
+                    raise typer.BadParameter(f"{dataset} has no field {name!r}", param_hint="--remove")
+        updated = client.update_dataset(*address, description=description, schema=schema, force=force)
+    typer.echo(f"updated {dataset}: fields {', '.join(updated.schema_definition)}")
+
+
+def delete(
+    dataset: DatasetArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    server: ServerOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Delete a dataset with its rows, vectors, links, files and the verified examples naming it, irreversibly."""
+    address = dataset_address(dataset)
+    if not yes:
+        typer.confirm(f"Delete {dataset} and everything in it? This cannot be undone", abort=True)
+    with connect(server, token) as client:
+        deleted = client.delete_dataset(*address)
+    typer.echo(
+        f"deleted {dataset}: {deleted.rows_deleted} rows, {deleted.vectors_deleted} vectors, "
+        f"{deleted.links_deleted} links, {deleted.objects_deleted} files, {deleted.examples_deleted} examples; "
+        f"{deleted.ingestions_ended} ingestions stopped"
     )

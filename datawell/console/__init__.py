@@ -12,7 +12,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from datawell.console import account, ask, datasets, evals, ontology, specs
+from datawell.console import account, ask, datasets, evals, ontology, runs, specs
 from datawell.console.session import ConsoleCookies
 
 __all__ = ["ConsoleCookies", "routes"]
@@ -34,6 +34,9 @@ def routes() -> list[BaseRoute]:
         Route(DATASET, datasets.dataset_page),
         Route(DATASET + "/attempts", datasets.attempts),
         Route(DATASET + "/clear", datasets.clear, methods=["GET", "POST"]),
+        Route(DATASET + "/edit", datasets.edit, methods=["GET", "POST"]),
+        Route(DATASET + "/delete", datasets.delete, methods=["GET", "POST"]),
+        Route(DATASET + "/rows.{format}", datasets.export),
         Route("/ingestions/{ingestionId}/retry", datasets.retry, methods=["POST"]),
         Route(f"/ask/{NAMESPACE}", ask.ask_page, methods=["GET"]),
         Route(f"/ask/{NAMESPACE}", ask.ask, methods=["POST"]),
@@ -45,6 +48,8 @@ def routes() -> list[BaseRoute]:
         Route("/build-specs/new", specs.new_spec, methods=["GET", "POST"]),
         Route("/build-specs/{specId}", specs.spec_page, methods=["GET", "POST"]),
         Route("/build-specs/{specId}/delete", specs.delete_spec, methods=["POST"]),
+        Route("/runs", runs.runs_page),
+        Route("/runs/{runId}", runs.run_page),
         Route("/evals", evals.evals_page),
         Route("/evals/{report:path}", evals.report_page),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),

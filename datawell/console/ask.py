@@ -25,7 +25,16 @@ from starlette.responses import Response
 from datawell.console.pages import Failure, form, render, signed_in, templates
 from datawell.console.session import Session
 from datawell.errors import DatawellError, InvalidInput, SubError
-from datawell.graphs.events import AnswerDelta, AnswerReady, GraphEvent, PlanReady, RunFailed, RunStarted, StepFinished
+from datawell.graphs.events import (
+    AnswerDelta,
+    AnswerReady,
+    GraphEvent,
+    PlanReady,
+    RunFailed,
+    RunQueued,
+    RunStarted,
+    StepFinished,
+)
 from datawell.llm.models import StageChoices
 from datawell.runs import AskRequest, Runs
 from datawell.services import Services
@@ -142,11 +151,15 @@ async def _rendered(ask_request: AskRequest, runs: Runs) -> AsyncIterator[Server
             rendered = _render(event)
             if rendered is not None:
                 yield rendered
+        if run.run_id:  # recorded once the events end
+            yield _event("run", "run_link", run_id=run.run_id)
     yield ServerSentEvent(data="end", event="end")
 
 
 def _render(event: GraphEvent) -> ServerSentEvent | None:
     match event:
+        case RunQueued():
+            return _event("queued", "queued", position=event.position)
         case RunStarted():
             return _event("run-started", "conversation", conversation_id=event.conversation_id or "")
         case PlanReady():

@@ -4,8 +4,9 @@ Whatever the API offers (datasets, uploads, ingestion attempts, clearing, curati
 BuildSpecs) the console asks the API for, through the app's own routes: the same
 validation, access rules and service code run, and a refusal comes back as the API's
 ErrorResponse, which the page shows. Only what the API has no route for (the namespaces a
-user can read, a page of rows, the user's own tokens, eval reports) and the streamed ask run
-are read from the layers below directly."""
+user can read, a page of rows, the user's own tokens, eval reports), the streamed ask run and
+the row files (streamed, which the in-process transport would buffer) are read from the layers
+below directly."""
 
 from __future__ import annotations
 
@@ -67,3 +68,9 @@ class Api:
 
     async def post(self, path: str, body: Any = None) -> Any:
         return await self.call("POST", path, json=body if body is not None else {})
+
+    async def put(self, path: str, body: Any, **params: Any) -> Any:
+        return await self.call("PUT", path, json=body, params={k: v for k, v in params.items() if v is not None})
+
+    async def delete(self, path: str) -> Any:
+        return await self.call("DELETE", path)

@@ -1,5 +1,6 @@
 """Namespaces and datasets: the list, creating a dataset, a dataset's page (schema, types, row
-count, rows in pages, ingestion attempts, upload), clearing one, retrying an attempt."""
+count, rows in pages by cursor, downloads, ingestion attempts, upload), editing, renaming,
+clearing and deleting one, retrying an attempt."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from datawell.console.calls import ApiError
 from datawell.console.pages import Failure, api, form, redirect, render, signed_in
 from datawell.console.session import Session
+from datawell.errors import NotFound
 from datawell.services import Services
 from datawell.storage.access import Permission, allows, authorize, permission_of, readable_namespaces
+from datawell.storage.datasets import readable_dataset
+from datawell.storage.export import MEDIA_TYPES
+from datawell.tools.rows import DatasetRows, parse_filter
 
 ROWS_PER_PAGE = 50
 ATTEMPTS_SHOWN = 10
@@ -62,26 +67,24 @@ async def new_dataset(request: Request, session: Session) -> Response:
     return render(request, "new_dataset.html", context, session=session)
 
 
-async def rows_page(
-    request: Request, session: Session, owner: str, namespace: str, name: str, page: int
-) -> dict[str, Any]:
-    """A page of rows and the row count, through the query tools (the callers' read access applies)."""
+async def row_count(request: Request, session: Session, owner: str, namespace: str, name: str) -> int:
+    """How many rows the dataset has, through the query tools (the caller's read access applies)."""
     services: Services = request.state.services
     async with services.db.session() as db:
         ref = await authorize(db, session.user, owner, namespace, Permission.READ)
     table = '"' + name.replace('"', '""') + '"'
     counted = await services.query_tools.run(session.user, ref, f"SELECT COUNT(*) AS n FROM {table}")
-    offset = (page - 1) * ROWS_PER_PAGE
-    result = await services.query_tools.run(
-        session.user, ref, f"SELECT * FROM {table} LIMIT {ROWS_PER_PAGE + 1} OFFSET {offset}"
-    )
-    return {
-        "count": counted.rows[0]["n"] if counted.rows else 0,
-        "rows": result.rows[:ROWS_PER_PAGE],
-        "page": page,
-        "has_next": len(result.rows) > ROWS_PER_PAGE,
-        "first": offset + 1,
-    }
+    return int(counted.rows[0]["n"]) if counted.rows else 0
+
+
+async def rows_page(request: Request, session: Session, path: str, cursor: str | None) -> dict[str, Any]:
+    """A page of rows from the rows endpoint, paged by its cursor; a cursor it refuses shows the first page."""
+    calls = api(request, session)
+    try:
+        page = await calls.get(f"/data/{path}/rows", pageSize=ROWS_PER_PAGE, cursor=cursor)
+    except ApiError:
+        page, cursor = await calls.get(f"/data/{path}/rows", pageSize=ROWS_PER_PAGE), None
+    return {"rows": page["data"], "next": page["metadata"]["nextCursor"], "paged": cursor is not None}
 
 
 async def _writable(request: Request, session: Session, owner: str, namespace: str) -> bool:
@@ -95,12 +98,11 @@ async def dataset_page(request: Request, session: Session) -> Response:
     owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
     path = dataset_path(owner, namespace, name)
     dataset = await api(request, session).get(f"/datasets/{path}")
-    raw_page = request.query_params.get("page", "1")
-    page = int(raw_page) if raw_page.isdigit() and int(raw_page) >= 1 else 1
     context = {
         "dataset": dataset,
         "path": path,
-        "rows": await rows_page(request, session, owner, namespace, name, page),
+        "count": await row_count(request, session, owner, namespace, name),
+        "rows": await rows_page(request, session, path, request.query_params.get("cursor")),
         "attempts": await attempts_context(request, session, path),
         "writable": await _writable(request, session, owner, namespace),
     }
@@ -150,8 +152,72 @@ async def clear(request: Request, session: Session) -> Response:
     context = {
         "dataset": dataset,
         "path": path,
-        "rows": (await rows_page(request, session, owner, namespace, name, 1))["count"],
+        "rows": await row_count(request, session, owner, namespace, name),
         "links": links["data"],
         "active": [a for a in listed["data"] if a["status"] in ACTIVE],
     }
     return render(request, "clear.html", context, session=session)
+
+
+@signed_in
+async def export(request: Request, session: Session) -> Response:
+    """Every row (matching `filter`, if given) as a file, streamed as the API streams it."""
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    format = request.path_params["format"]
+    if format not in MEDIA_TYPES:
+        raise NotFound(f"no export format {format!r}: jsonl, csv or parquet")
+    services: Services = request.state.services
+    ref, dataset = await readable_dataset(services.db.direct, session.user, owner, namespace, name)
+    raw_filter = request.query_params.get("filter") or None
+    condition = parse_filter(raw_filter) if raw_filter else None
+    reader = DatasetRows(services.query_tools, session.user, ref, dataset.name)
+    body = await reader.export(list(dataset.schema_definition), condition, format)  # type: ignore[arg-type]
+    disposition = f'attachment; filename="{dataset.name}.{format}"'
+    return StreamingResponse(body, media_type=MEDIA_TYPES[format], headers={"Content-Disposition": disposition})
+
+
+@signed_in
+async def edit(request: Request, session: Session) -> Response:
+    """Change the description and fields, and rename; the API applies the namespace's write rule."""
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    path = dataset_path(owner, namespace, name)
+    calls = api(request, session)
+    dataset = await calls.get(f"/datasets/{path}")
+    context: dict[str, Any] = {"dataset": dataset, "path": path, "fields": list(dataset["schemaDefinition"].items())}
+    if request.method == "POST":
+        submitted = await request.form()
+        values = await form(request)
+        names = [str(v) for v in submitted.getlist("field")]
+        texts = [str(v) for v in submitted.getlist("field_description")]
+        body = {"dataDescription": values.get("description", ""), "schemaDefinition": _schema_from(names, texts)}
+        new_name = values.get("name", "").strip() or name
+        try:
+            await calls.put(f"/data/{path}/inferDefinition", body, force="true" if values.get("force") else None)
+            if new_name != name:
+                await calls.post(f"/data/{path}/rename", {"name": new_name})
+        except ApiError as exc:
+            context |= {"fields": list(zip(names, texts, strict=False)), "failure": Failure(exc), "values": values}
+            return render(request, "edit_dataset.html", context, status=exc.status, session=session)
+        return redirect(f"/datasets/{dataset_path(owner, namespace, new_name)}", f"Saved {namespace}/{new_name}.")
+    return render(request, "edit_dataset.html", context | {"values": {}}, session=session)
+
+
+@signed_in
+async def delete(request: Request, session: Session) -> Response:
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    path = dataset_path(owner, namespace, name)
+    calls = api(request, session)
+    if request.method == "POST":
+        done = await calls.delete(f"/data/{path}")
+        notice = (
+            f"Deleted {namespace}/{name}: {done['rowsDeleted']} rows, {done['vectorsDeleted']} vectors, "
+            f"{done['linksDeleted']} links, {done['objectsDeleted']} files and {done['examplesDeleted']} verified "
+            f"examples; {done['ingestionsEnded']} ingestions stopped."
+        )
+        return redirect("/", notice)
+    context = {
+        "dataset": await calls.get(f"/datasets/{path}"),
+        "path": path,
+        "rows": await row_count(request, session, owner, namespace, name),
+    }
+    return render(request, "delete.html", context, session=session)

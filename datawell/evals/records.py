@@ -59,6 +59,7 @@ class Prediction(_Record):
     events: list[dict[str, Any]] = Field(default_factory=list)
     latency_ms: float = 0.0
     tokens: TokenUsage | None = None  # None: the model reported no usage
+    run_id: str | None = None  # the run's record (the run viewer, GET /api/v1/runs/{id}) in the eval's store
     gold: list[GoldResult] = Field(default_factory=list)
 
     def gold_for(self, query: str) -> GoldResult | None:

@@ -159,6 +159,7 @@ async def predict_case(
         try:
             async with asyncio.timeout(timeout):
                 run = await start(targets.runs(services), suite, case, store.user, namespace, choices)
+                prediction.run_id = run.run_id
                 async with aclosing(run.events()) as events:
                     async for event in events:
                         result.add(event)

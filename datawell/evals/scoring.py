@@ -54,6 +54,7 @@ class CaseResult(BaseModel):
     error: str | None = None
     question: str = ""
     output: str = ""  # the query, answer or links, shortened, for the report
+    run_id: str | None = None  # the case's recorded run
 
 
 GoldLookup = Callable[[str], Awaitable[GoldResult]]
@@ -242,6 +243,7 @@ async def score_case(
         error=_error_text(prediction) if prediction.error else None,
         question=case.vars.question,
         output=_summary_output(prediction)[:500],
+        run_id=prediction.run_id,
     )
 
 

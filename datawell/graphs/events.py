@@ -15,6 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from datawell.errors import DatawellError
 
 
+class RunQueued(BaseModel):
+    """Every model slot is taken: the run waits at `position` (1 = next). Sent before any
+    other event of the run, and again each time the position changes; a run that gets a
+    slot at once sends none."""
+
+    type: Literal["queued"] = "queued"
+    position: int
+
+
 class RunStarted(BaseModel):
     type: Literal["run-started"] = "run-started"
     conversation_id: str | None = None
@@ -122,7 +131,8 @@ class RunFailed(BaseModel):
 
 
 GraphEvent = Annotated[
-    RunStarted
+    RunQueued
+    | RunStarted
     | QueryGenerated
     | RowsReady
     | PlanReady

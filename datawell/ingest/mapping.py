@@ -1,6 +1,8 @@
 """Which source column feeds which schema field.
 
-The model proposes a mapping (structured output); a deterministic name/description
+When the file's header names every field (ignoring case, spaces and `_`: `Order ID` names
+`order_id`), that is the mapping and no model is asked: a small file then costs no model
+call (issue 29). Otherwise the model proposes a mapping (structured output); a deterministic name/description
 similarity match takes over when the model fails or answers with names that do not exist.
 The mapping used, and why, is recorded on the attempt for the user to see."""
 
@@ -8,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +49,7 @@ class InvalidMapping(ValueError):
 @dataclass(frozen=True)
 class FieldMapping:
     fields: dict[str, str | None]  # schema field -> source column (None: left empty)
-    method: Literal["model", "similarity"]
+    method: Literal["header", "model", "similarity"]
     note: str = ""  # why the similarity match was used
 
     @property
@@ -87,7 +90,12 @@ async def map_columns(
     samples: Sequence[Sequence[Any]],
     file_name: str,
     prompt_chars: int,
+    model_slot: Callable[[], AbstractAsyncContextManager[object]] = nullcontext,
 ) -> FieldMapping:
+    """`model_slot`: held around the model call (the scheduler's, at background priority)."""
+    named = header_mapping(schema, columns)
+    if named is not None:
+        return FieldMapping(named, "header")
     messages = prompts.get("ingest_mapping").render(
         description=description or "(none given)",
         fields=describe_fields(schema),
@@ -96,7 +104,8 @@ async def map_columns(
     )
     try:
         model = models.for_stage("extract")
-        answer = await model.with_structured_output(ColumnMapping).ainvoke(messages)
+        async with model_slot():
+            answer = await model.with_structured_output(ColumnMapping).ainvoke(messages)
         if not isinstance(answer, ColumnMapping):
             raise InvalidMapping("the model gave no mapping")
         return FieldMapping(checked(answer, schema, columns), "model")
@@ -129,6 +138,19 @@ def checked(answer: ColumnMapping, schema: Mapping[str, str], columns: Sequence[
     if not any(result.values()):
         raise InvalidMapping("it maps no field")
     return result
+
+
+def header_mapping(schema: Mapping[str, str], columns: Sequence[str]) -> dict[str, str | None] | None:
+    """Every field to the column named like it (same words), or None when some field has no
+    such column or two columns are named alike."""
+    by_words: dict[str, str] = {}
+    for column in columns:
+        key = words(column)
+        if key in by_words:
+            return None
+        by_words[key] = column
+    found: dict[str, str | None] = {field: by_words.get(words(field)) for field in schema}
+    return found if schema and all(found.values()) else None
 
 
 def words(name: str) -> str:

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -38,6 +39,7 @@ from datawell.ingest.mapping import map_columns
 from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
 from datawell.ingest.tabular import Limits, open_table, sample_rows
 from datawell.ingest.values import ReadRecords
+from datawell.scheduler import Priority
 from datawell.services import Services
 from datawell.storage import hints
 from datawell.storage.datasets import settle_field_types
@@ -105,6 +107,8 @@ class Ingest:
             settings.ingest_max_json_depth,
         )
         self.total_bytes = attempt.expected_total_bytes
+        # Every model call of the attempt waits for a scheduler slot behind any question.
+        self.model_slot = partial(services.scheduler.slot, f"ingest:{attempt.created_by}", Priority.BACKGROUND)
         self.file_limits = FileLimits.of(settings)
         self.mapping: dict[str, Any] = dict(attempt.mapping or {})
         # What the batches of the current write tell of the rows (restarted with each write),
@@ -187,6 +191,7 @@ class Ingest:
             samples=samples,
             file_name=self.attempt.name,
             prompt_chars=self.file_limits.prompt_chars,
+            model_slot=self.model_slot,
         )
         await self.record(format=fmt, columns=table.columns, **mapping.record())
         if not mapping.mapped:
@@ -195,7 +200,9 @@ class Ingest:
                 f"({', '.join(schema)}); rename the columns like the fields and upload again"
             )
         summary = f"{len(mapping.mapped)} of {len(schema)} fields filled from the file's columns"
-        if mapping.method == "similarity":
+        if mapping.method == "header":
+            summary += " (named in the header)"
+        elif mapping.method == "similarity":
             summary += " (matched by name: " + mapping.note + ")"
         records = TableRecords(table, mapping.mapped)
         read = await self.read_values(records)
@@ -222,15 +229,16 @@ class Ingest:
                 await self.tracker.progress(
                     min(chunk.position, self.total_bytes), 0, f"extracting records with the model ({chunk.label})"
                 )
-                found = await extract(
-                    self.services.models,
-                    self.services.prompts,
-                    shape,
-                    description=self.dataset.description,
-                    schema=schema,
-                    chunk=chunk,
-                    file_name=self.attempt.name,
-                )
+                async with self.model_slot():
+                    found = await extract(
+                        self.services.models,
+                        self.services.prompts,
+                        shape,
+                        description=self.dataset.description,
+                        schema=schema,
+                        chunk=chunk,
+                        file_name=self.attempt.name,
+                    )
                 for record in found:
                     spool.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
                 passages += 1

@@ -36,6 +36,7 @@ from sqlalchemy import select
 from datawell.errors import IngestionFailed
 from datawell.ingest.pipeline import AttemptStopped, Ingest, discard
 from datawell.ingest.sweeps import sweep_work, work_folder
+from datawell.observability.ingestion import IngestionTrace
 from datawell.services import Services
 from datawell.storage import ingestions
 from datawell.storage.tables import Dataset, Ingestion
@@ -55,8 +56,9 @@ def worker_name() -> str:
 class Lease:
     """The worker's hold on one attempt; implements the pipeline's Tracker."""
 
-    def __init__(self, services: Services, ingestion_id: str, worker: str) -> None:
+    def __init__(self, services: Services, ingestion_id: str, worker: str, trace: IngestionTrace | None = None) -> None:
         self.services = services
+        self.trace = trace
         self.ingestion_id = ingestion_id
         self.worker = worker
         self.length = timedelta(seconds=services.settings.worker_lease_seconds)
@@ -77,6 +79,8 @@ class Lease:
         if message is not None:
             values["status_message"] = message
             self.stage = message
+            if self.trace is not None:
+                self.trace.stage(message)
         await self._advance(**values)
 
     async def record_mapping(self, mapping: dict[str, Any]) -> None:
@@ -117,8 +121,9 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim and run attempts, up to `worker_concurrency` at once, until `stop` is set;
-        with every slot busy or the queue empty, look again every `worker_poll_seconds` or
-        as soon as an attempt ends."""
+        with every slot busy or the queue empty, look again every `worker_poll_seconds`, as
+        soon as an attempt ends, or as soon as this process queues one (`work_queued`: a
+        small upload then waits milliseconds, not up to a poll, to be claimed)."""
         log.info("ingestion worker %s started", self.name)
         settings = self.services.settings
         running: set[asyncio.Task[None]] = set()
@@ -137,10 +142,15 @@ class Worker:
                 except Exception:  # the database is unreachable: keep trying, do not die
                     log.exception("ingestion worker %s could not claim work", self.name)
                 stopping = asyncio.ensure_future(stop.wait())
+                queued = asyncio.ensure_future(self.services.work_queued.wait())
                 done, _ = await asyncio.wait(
-                    {stopping, *running}, timeout=settings.worker_poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                    {stopping, queued, *running},
+                    timeout=settings.worker_poll_seconds,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
                 stopping.cancel()
+                queued.cancel()
+                self.services.work_queued.clear()
                 running -= done
         finally:
             # Shutting down: each running attempt goes back to the queue (see `process`).
@@ -173,7 +183,9 @@ class Worker:
         return attempt.id
 
     async def process(self, attempt: Ingestion, dataset: Dataset) -> None:
-        lease = Lease(self.services, attempt.id, self.name)
+        trace = IngestionTrace(attempt.id, dataset.name, attempt.name)
+        lease = Lease(self.services, attempt.id, self.name, trace)
+        ended = "stopped"
         budget = self.services.settings.ingest_attempt_seconds
         # The attempt's deadline; a lost lease moves it to now, so the pipeline stops at once.
         deadline = asyncio.timeout(budget)
@@ -191,11 +203,14 @@ class Worker:
                 processed_rows=outcome.rows,
                 processed_bytes=attempt.expected_total_bytes,
             )
-            if not done:  # cancelled (or taken over) while it published
+            if done:
+                ended = "succeeded"
+            else:  # cancelled (or taken over) while it published
                 await self.stopped(attempt, dataset)
         except AttemptStopped:
             await self.stopped(attempt, dataset)
         except IngestionFailed as exc:
+            ended = "failed"
             await discard(self.services, dataset, attempt.id)
             await self.finish(attempt, ingestions.FAILED, exc.message)
         except TimeoutError:
@@ -204,9 +219,11 @@ class Worker:
             if lease.lost:
                 await self.stopped(attempt, dataset)
             elif deadline.expired():
+                ended = "failed"
                 await discard(self.services, dataset, attempt.id)
                 await self.finish(attempt, ingestions.FAILED, out_of_time(budget, lease.stage))
             else:
+                ended = "failed"
                 await self.failed_internally(attempt, dataset)
         except asyncio.CancelledError:
             # Shutting down: hand the attempt back so another worker takes it at once.
@@ -214,9 +231,14 @@ class Worker:
                 await ingestions.release(session, attempt.id, self.name)
             raise
         except Exception:
+            ended = "failed"
             await self.failed_internally(attempt, dataset)
         finally:
             heartbeat.cancel()
+            if ended == "succeeded":
+                trace.finish(ended, outcome.rows, attempt.expected_total_bytes)
+            else:
+                trace.finish(ended, 0, 0)
             await asyncio.to_thread(shutil.rmtree, workdir, True)
 
     async def failed_internally(self, attempt: Ingestion, dataset: Dataset) -> None:

@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 PROVIDER = "embedded"
 MODEL_ID = "qwen2.5-coder-1.5b"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
-# Context for one conversation; two conversations decode together and share it.
-CONTEXT_TOKENS = 8192
+# Context per parallel sequence: the sequences decode together and share one KV cache of
+# this many tokens each (two sequences: 8,192 tokens, as measured in docs/models.md).
+CONTEXT_TOKENS_PER_SEQUENCE = 4096
 PARALLEL_SEQUENCES = 2
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
@@ -88,7 +89,7 @@ class Reply:
 
     def add(self, chunk: dict[str, Any]) -> None:
         if chunk.get("usage"):
-            self.usage = chunk["usage"]
+            self.usage = {**chunk["usage"], "cached_tokens": cached_tokens(chunk)}
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             self.text += delta.get("content") or ""
@@ -104,6 +105,12 @@ class Reply:
                 self.finish_reason = choice["finish_reason"]
 
 
+def cached_tokens(chunk: dict[str, Any]) -> int:
+    """Prompt tokens the server took from its cache: llama.cpp counts them in the timings
+    that ride with the usage chunk, not in the usage."""
+    return int((chunk.get("timings") or {}).get("cache_n", 0))
+
+
 def _server_error(chunk: dict[str, Any]) -> str | None:
     """llama.cpp reports a failed request as a body with an error instead of choices."""
     if "choices" in chunk:
@@ -117,9 +124,11 @@ def _server_error(chunk: dict[str, Any]) -> str | None:
 class EmbeddedRuntime:
     """The in-process model server, created on first use and kept for the process."""
 
-    def __init__(self, models_dir: Path, threads: int = 0) -> None:
+    def __init__(self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> None:
         self.models_dir = models_dir
         self.threads = threads
+        self.parallel = parallel
+        self.batch = batch  # prompt tokens per batch; 0: llama.cpp's default
         self._server: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
@@ -144,8 +153,10 @@ class EmbeddedRuntime:
                 path = ensure_model_file(self.models_dir)
                 params = xllamacpp.CommonParams()
                 params.model.path = str(path)
-                params.n_ctx = CONTEXT_TOKENS
-                params.n_parallel = PARALLEL_SEQUENCES
+                params.n_ctx = CONTEXT_TOKENS_PER_SEQUENCE * self.parallel
+                params.n_parallel = self.parallel
+                if self.batch:
+                    params.n_batch = self.batch
                 params.kv_unified = True
                 params.warmup = False
                 params.verbosity = -1
@@ -250,6 +261,7 @@ def _stream_chunk(chunk: dict[str, Any]) -> GenericStreamingChunk:
                 "prompt_tokens": usage.get("prompt_tokens", 0),
                 "completion_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
+                "prompt_tokens_details": {"cached_tokens": cached_tokens(chunk)},
             }
             if usage
             else None
@@ -279,17 +291,34 @@ class EmbeddedProvider(CustomLLM):
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
             total_tokens=usage.get("total_tokens", 0),
+            prompt_tokens_details={"cached_tokens": usage.get("cached_tokens", 0)},
         )
         return model_response
 
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
-        reply = self.runtime.complete(
-            _request(kwargs["messages"], kwargs["optional_params"]), _deadline(kwargs["timeout"])
+        return self._complete(threading.Event(), kwargs)
+
+    def _complete(self, stop: threading.Event, kwargs: dict[str, Any]) -> ModelResponse:
+        reply = Reply()
+
+        def on_chunk(chunk: dict[str, Any]) -> None:
+            if stop.is_set():
+                raise ReaderGone
+            reply.add(chunk)
+
+        self.runtime.stream(
+            _request(kwargs["messages"], kwargs["optional_params"]), on_chunk, _deadline(kwargs["timeout"])
         )
         return self._response(kwargs["model"], kwargs["model_response"], reply)
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+        """The decode runs in a thread; a caller that stops waiting (its run was cancelled)
+        stops the decode at its next token, so the sequence is free for the next run."""
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self._complete, stop, kwargs)
+        finally:
+            stop.set()
 
     def streaming(self, *args: Any, **kwargs: Any) -> Iterator[GenericStreamingChunk]:  # type: ignore[override]
         chunks: list[dict[str, Any]] = []
@@ -338,18 +367,20 @@ _registry_lock = threading.Lock()
 _provider: EmbeddedProvider | None = None
 
 
-def register(models_dir: Path, threads: int = 0) -> EmbeddedRuntime:
+def register(models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> EmbeddedRuntime:
     """Make `embedded/...` a litellm provider in this process; nothing loads until a call.
 
-    One model per process: a later registration with another folder or thread count only
-    takes effect if the model has not loaded yet."""
+    One model per process: a later registration with another folder, thread count,
+    parallel sequences or batch size only takes effect if the model has not loaded yet."""
     global _provider
     with _registry_lock:
         if _provider is None:
-            _provider = EmbeddedProvider(EmbeddedRuntime(models_dir, threads))
+            _provider = EmbeddedProvider(EmbeddedRuntime(models_dir, threads, parallel, batch))
         elif not _provider.runtime.loaded:
             _provider.runtime.models_dir = models_dir
             _provider.runtime.threads = threads
+            _provider.runtime.parallel = parallel
+            _provider.runtime.batch = batch
         if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
             litellm.custom_provider_map = [
                 *litellm.custom_provider_map,
@@ -357,6 +388,10 @@ def register(models_dir: Path, threads: int = 0) -> EmbeddedRuntime:
             ]
             litellm.utils.custom_llm_setup()
         return _provider.runtime
+
+
+def is_registered() -> bool:
+    return _provider is not None
 
 
 def runtime() -> EmbeddedRuntime:

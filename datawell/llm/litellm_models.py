@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.llm import embedded
-from datawell.llm.models import Stage, StageChoices
+from datawell.llm.models import STAGE_TAG, Stage, StageChoices
 
 log = logging.getLogger(__name__)
 
@@ -234,13 +234,18 @@ class LiteLLMChatModels:
     """`ChatModels` over litellm: picks each stage's model by the documented precedence.
 
     request per-stage choice > request choice > settings' per-stage model > settings' model
-    > the embedded default. Models are built once per name and shared."""
+    > the embedded default. Models are built once per name and stage (the stage is their tag)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._models: dict[str, LiteLLMChatModel] = {}
+        self._models: dict[tuple[str, Stage], LiteLLMChatModel] = {}
         if settings.embedded_model_enabled:
-            embedded.register(settings.data_dir / "models", settings.embedded_model_threads)
+            embedded.register(
+                settings.data_dir / "models",
+                settings.embedded_model_threads,
+                settings.embedded_model_parallel,
+                settings.embedded_model_batch,
+            )
 
     def model_name(self, stage: Stage, choices: StageChoices | None = None) -> str:
         """The litellm name that serves `stage`; a `ModelError` when nothing can."""
@@ -302,7 +307,7 @@ class LiteLLMChatModels:
 
     def for_stage(self, stage: Stage, choices: StageChoices | None = None) -> BaseChatModel:
         name = self.model_name(stage, choices)
-        model = self._models.get(name)
+        model = self._models.get((name, stage))
         if model is None:
             self.refuse_unusable(name)
             model = LiteLLMChatModel(
@@ -311,6 +316,7 @@ class LiteLLMChatModels:
                 max_retries=self.settings.llm_max_retries,
                 # Deterministic SQL from the small local model; hosted models keep their default.
                 temperature=0.0 if name == embedded.EMBEDDED_MODEL else None,
+                tags=[f"{STAGE_TAG}{stage}"],
             )
-            self._models[name] = model
+            self._models[(name, stage)] = model
         return model

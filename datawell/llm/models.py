@@ -15,6 +15,9 @@ from langchain_core.language_models import BaseChatModel
 
 Stage = Literal["plan", "query", "answer", "curate", "extract", "judge"]
 STAGES: tuple[Stage, ...] = ("plan", "query", "answer", "curate", "extract", "judge")
+# A chat model tagged `stage:<stage>` (LangChain's run tags) has its calls counted under that
+# stage by the run recorder (`datawell.observability.recorder`).
+STAGE_TAG = "stage:"
 
 
 @dataclass(frozen=True)

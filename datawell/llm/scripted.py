@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import InputTokenDetails, UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, PrivateAttr
@@ -41,6 +42,20 @@ def as_message(answer: str | BaseModel) -> AIMessage:
     return AIMessage(content=answer)
 
 
+def usage(messages: list[BaseMessage], reply: AIMessage) -> UsageMetadata:
+    """Token counts as a provider reports them, counting words: the run recorder's tests
+    read them back. The system message counts as taken from the prompt cache."""
+    cached = sum(len(str(m.content).split()) for m in messages if m.type == "system")
+    prompt = sum(len(str(m.content).split()) for m in messages)
+    output = len(str(reply.content).split()) + sum(len(json.dumps(c["args"]).split()) for c in reply.tool_calls)
+    return UsageMetadata(
+        input_tokens=prompt,
+        output_tokens=output,
+        total_tokens=prompt + output,
+        input_token_details=InputTokenDetails(cache_read=cached),
+    )
+
+
 class ScriptedChatModel(BaseChatModel):
     script: list[Any]
     name_: str = "scripted"
@@ -53,6 +68,10 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "scripted"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        # The model's name in the callbacks' metadata, where the run recorder reads it.
+        return {**super()._get_ls_params(stop=stop, **kwargs), "ls_model_name": self.name_}
 
     @property
     def calls(self) -> list[list[BaseMessage]]:
@@ -71,7 +90,9 @@ class ScriptedChatModel(BaseChatModel):
         item = self.script[self._position]
         self._position += 1
         answer = item(messages) if callable(item) and not isinstance(item, BaseModel) else item
-        return as_message(answer)
+        message = as_message(answer)
+        message.usage_metadata = usage(messages, message)
+        return message
 
     def _generate(
         self,
@@ -98,12 +119,15 @@ class ScriptedChatModel(BaseChatModel):
                         {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": 0}
                         for c in message.tool_calls
                     ],
+                    usage_metadata=message.usage_metadata,
                 )
             )
             return
         words = str(message.content).split(" ")
         for i, word in enumerate(words):
-            chunk = AIMessageChunk(content=word if i == 0 else " " + word)
+            chunk = AIMessageChunk(
+                content=word if i == 0 else " " + word, usage_metadata=message.usage_metadata if i == 0 else None
+            )
             if run_manager:
                 run_manager.on_llm_new_token(str(chunk.content), chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)

@@ -18,6 +18,7 @@ from datawell.graphs.events import (
     QueryGenerated,
     RowsReady,
     RunFailed,
+    RunQueued,
     RunStarted,
     StepFinished,
     StepStarted,
@@ -69,6 +70,8 @@ async def ask_nl2ql(call: Call, arguments: AskArguments) -> CallToolResult:
     async with aclosing(run.events()) as events:
         async for event in events:
             match event:
+                case RunQueued():
+                    await call.progress(0, 2, queued_text(event))
                 case QueryGenerated():
                     await call.progress(1, 2, f"query: {event.query}")
                 case RowsReady():
@@ -90,6 +93,8 @@ async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolRe
             # progress must grow with every notification); the total is known once planned.
             total = float(len(plan) + 2) if plan else None
             match event:
+                case RunQueued():
+                    await call.progress(0, None, queued_text(event))
                 case RunStarted():
                     await call.progress(0, None, "planning")
                 case PlanReady():
@@ -115,6 +120,10 @@ async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolRe
                 case RunFailed():
                     return failure_result(event.error)
     return failure_result(InternalError("the run ended without an answer"))
+
+
+def queued_text(event: RunQueued) -> str:
+    return f"waiting for the model: number {event.position} in the queue"
 
 
 TOOLS = (

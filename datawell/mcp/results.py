@@ -20,7 +20,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
-from datawell.errors import ERRORS, UNEXPECTED, DatawellError, InvalidInput, SubError
+from datawell.errors import ERRORS, UNEXPECTED, Busy, DatawellError, InvalidInput, SubError
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +47,25 @@ def tool_result(output: WireModel, *, lead: str | None = None) -> CallToolResult
     return CallToolResult(content=blocks, structured_content=content)
 
 
-def error_result(code: str, message: str, sub_errors: list[SubError] | None = None) -> CallToolResult:
+def error_result(code: str, message: str, sub_errors: list[SubError] | None = None, **extra: Any) -> CallToolResult:
+    """A tool error: the code, the message and each sub-error in the text, which every client
+    shows the model. No structured content: it would have to match the tool's `outputSchema`,
+    and clients that check it (the TypeScript SDK does, errors included) would drop the whole
+    result. The same facts, for programs, are in `_meta` (`errorCode`, `subErrors`, and
+    `extra`: BUSY's `retryAfterSeconds`), as A2A carries them in a message's `metadata`."""
     subs = sub_errors or []
     text = "\n".join([f"{code}: {message}", *(f"- {s.message}" for s in subs)])
     return CallToolResult(
         content=[TextContent(text=text)],
-        structured_content={
-            "errorCode": code,
-            "message": message,
-            "subErrors": [{"code": s.code, "message": s.message} for s in subs],
-        },
         is_error=True,
+        _meta={"errorCode": code, "subErrors": [{"code": s.code, "message": s.message} for s in subs], **extra},
     )
 
 
 def failure_result(exc: Exception) -> CallToolResult:
     """The one mapping from exceptions to tool errors, through `datawell.errors.ERRORS`."""
+    if isinstance(exc, Busy):
+        return error_result(exc.error_code, exc.message, retryAfterSeconds=exc.retry_after_seconds)
     if isinstance(exc, DatawellError):
         return error_result(exc.error_code, exc.message, exc.sub_errors)
     if isinstance(exc, ValidationError):

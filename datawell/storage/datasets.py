@@ -35,11 +35,12 @@ class DatasetRef:
         return self.record.name
 
 
-def check_schema(schema: dict[str, str]) -> None:
-    """Field names must be usable as column names; say which are not and why."""
+def check_schema(schema: dict[str, str], *, allow_empty: bool = False) -> None:
+    """Field names must be usable as column names; say which are not and why. A dataset may
+    be created without fields (`allow_empty`): its first rows bring them."""
     problems: list[SubError] = []
     seen: dict[str, str] = {}
-    if not schema:
+    if not schema and not allow_empty:
         problems.append(SubError("empty_schema", "schemaDefinition: give at least one field"))
     if len(schema) > MAX_FIELDS:
         problems.append(SubError("too_many_fields", f"schemaDefinition: at most {MAX_FIELDS} fields"))
@@ -72,7 +73,7 @@ async def create_dataset(
     session: AsyncSession, namespace: NamespaceRef, name: str, description: str, schema: dict[str, str], creator: User
 ) -> DatasetRef:
     check_name("dataset", name)
-    check_schema(schema)
+    check_schema(schema, allow_empty=True)
     if await find_dataset(session, namespace, name) is not None:
         raise Conflict(f"dataset {namespace}/{name} already exists")
     record = Dataset(

@@ -212,6 +212,25 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class AgentRun(Base):
+    """One assistant run (a conversation's turn, from any surface): what was asked, how it
+    ended, the tokens it spent and the caller's rating (the DataLinks SDK's agent runs)."""
+
+    __tablename__ = "agent_runs"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    conversation_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    question: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | completed | failed
+    result: Mapped[dict[str, Any] | None] = mapped_column(default=None)  # {response, steps} once completed
+    error_message: Mapped[str | None] = mapped_column(Text, default=None)
+    tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    thumbs_up: Mapped[bool | None] = mapped_column(default=None)
+    comment: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
 class VerifiedExample(Base):
     """A question and the query a user verified answers it, kept per namespace as few-shot
     examples for the query writer and for answering the same question with no model call."""
@@ -229,3 +248,22 @@ class VerifiedExample(Base):
     step: Mapped[int | None] = mapped_column(Integer, default=None)  # 1-based, with conversation_id
     created_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunRow(Base):
+    """A recorded graph run (the run viewer): the columns its list filters on, and the whole
+    record (`datawell.observability.records.RunRecord`) as JSON. Kept `run_retention_days`."""
+
+    __tablename__ = "run_records"
+    __table_args__ = (Index("ix_run_records_user_started", "user_id", "started_at"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    namespace_id: Mapped[str | None] = mapped_column(
+        ForeignKey("namespaces.id", ondelete="SET NULL"), default=None, index=True
+    )
+    graph: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(index=True)
+    seconds: Mapped[float]
+    question: Mapped[str] = mapped_column(String(200), default="")
+    record: Mapped[dict[str, Any]]

@@ -13,6 +13,9 @@ from datawell.storage.direct import DirectReads, timestamp
 from datawell.storage.tables import Token, User, utcnow
 
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+# In a path or a body, this username names the caller (the DataLinks SDK sends it in every
+# path), so no user may be called so.
+SELF = "self"
 
 
 def check_name(kind: str, name: str) -> None:
@@ -30,6 +33,11 @@ def check_name(kind: str, name: str) -> None:
 
 async def create_user(session: AsyncSession, username: str) -> User:
     check_name("username", username)
+    if username.lower() == SELF:
+        raise InvalidInput(
+            "invalid username",
+            sub_errors=[SubError("reserved_name", f"username {username!r}: 'self' names the caller in paths")],
+        )
     if await find_user(session, username) is not None:
         raise Conflict(f"user {username!r} already exists")
     user = User(username=username)

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from datawell.observability.recorder import observe_query
 from datawell.storage.access import NamespaceRef, readable_namespaces
 from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
@@ -129,15 +130,18 @@ class QueryTools:
         """The query as it will run (rewritten, transpiled); raises QueryError when refused."""
         return (await self.prepare(user, namespace, query)).sql
 
-    async def prepare(self, user: User, namespace: NamespaceRef, query: str) -> CompiledQuery:
-        """Authorise, parse, resolve tables, compile: everything but running."""
+    async def prepare(
+        self, user: User, namespace: NamespaceRef, query: str, *, row_cap: int | None = None
+    ) -> CompiledQuery:
+        """Authorise, parse, resolve tables, compile: everything but running. `row_cap`: another
+        cap than the service's (an export reads every row)."""
         async with self.db.session() as session:
             await require_read(session, user, namespace)
             parsed = parse(query)
             resolver = TableResolver(session, user, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
-        return compile_query(parsed, tables, self.target, self.row_cap)
+        return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
 
     async def resolve(
         self, user: User, namespace: NamespaceRef, references: list[TableRef]
@@ -148,10 +152,12 @@ class QueryTools:
             return await TableResolver(session, user, namespace).resolve(references)
 
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
-        compiled = await self.prepare(user, namespace, query)
-        fetched = await self.execute(compiled, await self.search(compiled))
-        truncated = fetched.cut or len(fetched.records) > self.row_cap
-        rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
+        with observe_query(query) as observed:
+            compiled = await self.prepare(user, namespace, query)
+            fetched = await self.execute(compiled, await self.search(compiled))
+            truncated = fetched.cut or len(fetched.records) > self.row_cap
+            rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
+            observed.rows, observed.truncated = len(rows), truncated
         incomplete = await self._embedding_incomplete(compiled)
         for row in rows if incomplete else []:
             row["__metadata"]["semanticIncomplete"] = True

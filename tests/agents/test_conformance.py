@@ -166,9 +166,9 @@ async def test_extended_card_requires_auth_and_is_served(client, alice: Account)
         assert card["skills"][0]["examples"]
 
 
-async def test_running_task_can_be_read_not_canceled(client, alice: Account, sales: str, fake: FakeRuns) -> None:
-    """SPEC: GetTask/CancelTask return not-found or unsupported. A running task can be read
-    and not canceled (-32004); once finished it is not found."""
+async def test_running_task_can_be_read_and_canceled(client, alice: Account, sales: str, fake: FakeRuns) -> None:
+    """A running task can be read; CancelTask ends it CANCELED and stops its run within a
+    second (issue 29; SPEC had -32004); once finished it is not found."""
     fake.hold = asyncio.Event()
     assistant = next(a for a in await each_agent(client) if "rag" in a.card.skills[0].tags)
     streaming = asyncio.create_task(
@@ -186,11 +186,13 @@ async def test_running_task_can_be_read_not_canceled(client, alice: Account, sal
     [task] = listed["tasks"]
     read = (await call(client, assistant.url, alice, "GetTask", {"id": task["id"]}))["result"]
     assert read["status"]["state"] == "TASK_STATE_WORKING"
-    assert (await call(client, assistant.url, alice, "CancelTask", {"id": task["id"]}))["error"]["code"] == -32004
-    fake.hold.set()
+    canceled = (await call(client, assistant.url, alice, "CancelTask", {"id": task["id"]}))["result"]
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    await asyncio.wait_for(fake.closed.wait(), timeout=1)  # the run stopped, holding nothing
     response = await asyncio.wait_for(streaming, timeout=10)
-    assert sse_data(response.text)[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert sse_data(response.text)[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
     assert (await call(client, assistant.url, alice, "GetTask", {"id": task["id"]}))["error"]["code"] == -32001
+    assert (await call(client, assistant.url, alice, "CancelTask", {"id": task["id"]}))["error"]["code"] == -32001
 
 
 async def test_tasks_are_per_user(client, alice: Account, bob: Account, sales: str, fake: FakeRuns) -> None:

@@ -28,9 +28,17 @@ SECRET = "process-test-secret-process-test-secret"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port; within DATAWELL_TEST_PORTS (`first-last`) when that is set, for
+    machines where each user of it has a range of their own."""
+    first, _, last = os.environ.get("DATAWELL_TEST_PORTS", "0-0").partition("-")
+    for port in range(int(first), int(last or first) + 1):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise RuntimeError(f"no free port in DATAWELL_TEST_PORTS={os.environ['DATAWELL_TEST_PORTS']}")
 
 
 @pytest.fixture

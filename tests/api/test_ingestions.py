@@ -128,7 +128,7 @@ async def test_retry_of_a_failed_attempt_ingests_the_same_object(client, service
     await services.objects.put(failed.object_key, CSV)  # the file is there now
 
     response = await client.post(retry_path(failed_id), headers=alice.headers)
-    assert response.status_code == 202
+    assert response.status_code == 201
     new_id = response.json()["id"]
     assert new_id != failed_id
     assert await drain(services) == [new_id]
@@ -215,7 +215,7 @@ async def test_clear_removes_rows_vectors_and_links(client, services: Services, 
     again = (await client.post(CLEAR, headers=alice.headers)).json()
     assert again == {"rowsDeleted": 0, "vectorsDeleted": 0, "linksDeleted": 0, "ingestionsCancelled": 0}
     retried = await client.post(retry_path(queued), headers=alice.headers)  # a cancelled attempt can be retried
-    assert retried.status_code == 202
+    assert retried.status_code == 201
     await drain(services)
     assert len(await rows_of(services, "alice")) == 3
 

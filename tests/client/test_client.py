@@ -19,7 +19,12 @@ from datawell.client.operations import Call, Operations, operation
 from tests.client.conftest import Live
 
 PART = 8 * 1024 * 1024
-PROTOCOLS = {("post", "/api/v1/a2a/{agent}"), ("post", "/api/v1/mcp")}
+PROTOCOLS = {
+    ("post", "/api/v1/a2a/{agent}"),
+    ("post", "/api/v1/mcp"),
+    # The DataLinks SDK's spelling of DELETE /data/{username}/{namespace}/{datasetName}: the SDK is its client.
+    ("delete", "/api/v1/data/{username}/{namespace}/{datasetName}/balefire"),
+}
 ORDERS = "order_id,customer,total\n1,alice,120\n2,bob,80\n3,alice,40\n"
 
 

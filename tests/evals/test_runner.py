@@ -86,6 +86,9 @@ async def test_scores_right_wrong_and_order_as_bird_does(tmp_path: Path) -> None
     assert results["refuse"].passed and results["refuse"].metrics["refusal_accuracy"] == 1.0
     assert results["semantic"].passed, results["semantic"].outcomes
     assert results["cancelled"].metrics == {"valid_query": 1.0, "repairs": 0.0, "execution_accuracy": 1.0}
+    # Each case names its recorded run, one run each.
+    run_ids = [r.run_id for r in results.values()]
+    assert all(run_ids) and len(set(run_ids)) == len(run_ids)
 
 
 async def test_a_query_for_a_refusal_case_fails_and_repairs_are_counted(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ async def ingest_one(services: Services, filename: str, data: bytes) -> Any:
     return await attempt(services, ingestion_id)
 
 
-async def test_csv(client, services: Services, alice: Account) -> None:
+async def test_csv(client, services: Services, alice: Account, chat_model: ScriptedChatModel) -> None:
     await create_dataset(client, alice)
     data = b"order_id,customer,total,paid,placed_at\n1,Ada,12.5,true,2024-03-01T10:00:00Z\n2,Bob,3,false,2024-03-02\n"
     done = await ingest_one(services, "orders.csv", data)
@@ -74,7 +74,10 @@ async def test_csv(client, services: Services, alice: Account) -> None:
         "paid": "boolean",
         "placed_at": "timestamp",
     }
-    assert done.mapping["method"] == "similarity"  # the empty script: the model failed, names matched
+    # The header names every field: no model is asked (an empty script would have failed).
+    assert done.mapping["method"] == "header"
+    assert "(named in the header)" in done.status_message
+    assert chat_model.calls == []
 
 
 async def test_tsv_in_cp1252_with_other_column_names(client, services: Services, alice: Account) -> None:

@@ -238,3 +238,41 @@ async def test_the_serve_process_runs_a_worker(settings, chat_models) -> None:
                     break
                 await asyncio.sleep(0.05)
             assert (await attempt(running.services, ingestion_id)).status == "SUCCEEDED"
+
+
+async def test_a_completed_upload_is_claimed_at_once_not_at_the_next_poll(settings, chat_models) -> None:
+    """`complete` wakes the serve process's worker: with a poll of a minute, a small file is
+    still ingested within seconds (issue 29: small files at the speed of small files)."""
+    import time
+
+    import httpx
+
+    from datawell.app import create_app
+    from datawell.llm.embeddings import HashingEmbedder
+    from datawell.services import Overrides
+    from tests.conftest import make_account, served
+
+    settings.run_worker_in_process = True
+    settings.worker_poll_seconds = 60
+    async with served(create_app(settings, Overrides(models=chat_models, embedder=HashingEmbedder()))) as running:
+        transport = httpx.ASGITransport(app=running.asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            account = await make_account(running.services, "alice")
+            await create_dataset(client, account)
+            await asyncio.sleep(0.2)  # the worker has looked once and now sleeps its minute
+            data = orders_csv(3)
+            base = "/api/v1/upload/multipart/alice/sales/orders"
+            prepared = (await client.post(f"{base}/prepare", json={"filename": "o.csv", "size": len(data)},
+                                          headers=account.headers)).json()  # fmt: skip
+            [part] = prepared["presignedUrls"]
+            assert (await client.put(part["url"], content=data)).status_code == 200
+            started = time.monotonic()
+            completed = await client.post(
+                f"{base}/complete",
+                json={"uploadId": prepared["uploadId"], "key": prepared["key"]},
+                headers=account.headers,
+            )
+            ingestion_id = completed.json()["id"]
+            while (await attempt(running.services, ingestion_id)).status != "SUCCEEDED":
+                assert time.monotonic() - started < 5, "the attempt waited for the worker's next poll"
+                await asyncio.sleep(0.02)

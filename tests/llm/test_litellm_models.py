@@ -105,7 +105,11 @@ def test_embedded_model_when_nothing_is_configured(tmp_path: Path) -> None:
     models = LiteLLMChatModels(make_settings(tmp_path))
     model = models.for_stage("plan")
     assert model.model == EMBEDDED_MODEL == "embedded/qwen2.5-coder-1.5b"  # type: ignore[attr-defined]
-    assert models.for_stage("answer") is model
+    assert models.for_stage("plan") is model  # built once per name and stage
+    answer = models.for_stage("answer")
+    assert answer.model == model.model  # type: ignore[attr-defined]
+    # The stage rides on the model as its tag: the run recorder counts its calls under it.
+    assert (model.tags, answer.tags) == (["stage:plan"], ["stage:answer"])
 
 
 def test_no_model_at_all_says_how_to_configure_one(tmp_path: Path) -> None:

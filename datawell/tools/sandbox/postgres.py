@@ -101,6 +101,12 @@ class PostgresSandbox:
         self.roles[key] = name
         return name
 
+    async def reader_setup(self, tables: Sequence[str]) -> list[str]:
+        """What a read-only transaction runs first to read only `tables`, for a process of its
+        own (an export): the role and search path a query gets, without the time limit."""
+        role = await self._role(tables)
+        return [f'SET LOCAL ROLE "{role}"', f'SET LOCAL search_path = pg_catalog, "{self.schema}"']
+
     async def run(
         self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
     ) -> Fetched:

@@ -1,0 +1,106 @@
+"""Recorded runs (the run viewer's data): one run, and the runs the caller may see.
+
+A run is seen by the user who asked and by the owner of the namespace it ran in; anyone else
+gets 404, as for a run that does not exist. Prompts and replies are shown to the asker only."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+
+from datawell.api.routing import Context, PathModel, Resolver, Router, uuid_in_path
+from datawell.errors import NotFound
+from datawell.observability.records import RunRecord, Wire
+from datawell.storage import run_records
+from datawell.storage.tables import RunRow, User
+
+router = Router("runs")
+
+
+class RunsQuery(BaseModel):
+    user: str | None = Field(None, description="Only runs asked by this username.")
+    namespace_id: str | None = Field(None, alias="namespaceId", description="Only runs in this namespace.")
+    outcome: str | None = Field(None, description="ok, cancelled, or an error code.")
+    order: Literal["newest", "slowest"] = "newest"
+    limit: int = Field(50, ge=1, le=500)
+
+
+class RunSummary(Wire):
+    id: str
+    graph: str
+    username: str
+    namespace: str
+    question: str
+    started_at: datetime
+    seconds: float
+    outcome: str
+    prompt_tokens: int
+    output_tokens: int
+
+    @classmethod
+    def of(cls, row: RunRow) -> RunSummary:
+        record = RunRecord.model_validate(row.record)
+        tokens = record.tokens()
+        return cls(
+            id=row.id,
+            graph=row.graph,
+            username=record.username,
+            namespace=record.namespace,
+            question=row.question,
+            started_at=row.started_at,
+            seconds=row.seconds,
+            outcome=row.outcome,
+            prompt_tokens=tokens["prompt"],
+            output_tokens=tokens["output"],
+        )
+
+
+class RunList(BaseModel):
+    data: list[RunSummary]
+
+
+class RunPath(PathModel):
+    run_id: Annotated[str, uuid_in_path("run")]
+
+
+async def visible_run(ctx: Context, user: User, path: RunPath) -> RunRecord:
+    """The run as `user` may read it (no prompts unless they asked it); 404 otherwise."""
+    async with ctx.services.db.session() as session:
+        view = await run_records.get(session, user, path.run_id)
+    if view is None:
+        raise NotFound(f"run {path.run_id} does not exist")
+    record = RunRecord.model_validate(view.row.record)
+    return record if view.full else record.without_prompts()
+
+
+VISIBLE_RUN = Resolver("run", RunPath, visible_run)
+
+
+@router.operation(
+    "GET", "/runs/{runId}", summary="Read a recorded run", response=RunRecord, errors=(404, 422), resolve=VISIBLE_RUN
+)
+async def read_run(request: Request, ctx: Context, user: User, run: RunRecord) -> RunRecord:
+    """A run's record: its stages, model calls (tokens, seconds; the prompts and replies for
+    the user who asked), queries (text, row count, error), answer and outcome. Times are
+    seconds from the run's start."""
+    return run
+
+
+@router.operation("GET", "/runs", summary="List recorded runs", query=RunsQuery, response=RunList, errors=(422,))
+async def list_runs(request: Request, ctx: Context, user: User, query: RunsQuery) -> RunList:
+    """The runs the caller asked, and the runs in namespaces the caller owns; newest or
+    slowest first."""
+    async with ctx.services.db.session() as session:
+        rows = await run_records.listing(
+            session,
+            user,
+            username=query.user,
+            namespace_id=query.namespace_id,
+            outcome=query.outcome,
+            order=query.order,
+            limit=query.limit,
+        )
+    return RunList(data=[RunSummary.of(row) for row in rows])

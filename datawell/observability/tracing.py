@@ -1,0 +1,101 @@
+"""OpenTelemetry traces, off unless the standard `OTEL_*` variables ask for them (read in
+`datawell.config`): `OTEL_TRACES_EXPORTER=otlp` or `console`, or an
+`OTEL_EXPORTER_OTLP_ENDPOINT` (OTLP over HTTP/protobuf). The spans and their attributes are
+listed in docs/operations.md; model calls follow the GenAI semantic conventions.
+
+Spans go to this module's provider (`provider`), never the global one, so two apps in one
+process (the tests) each see their own; `tracer()` is a no-op tracer while traces are off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import NoOpTracerProvider, Tracer
+
+from datawell import __version__
+from datawell.config import Settings
+
+SCOPE = "datawell"
+_provider: trace.TracerProvider = NoOpTracerProvider()
+
+# GenAI semantic conventions (opentelemetry-semantic-conventions 0.66b1,
+# opentelemetry.semconv._incubating.attributes.gen_ai_attributes): the names are spelt
+# here so that an incubating module's move does not break the import.
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+ERROR_TYPE = "error.type"
+
+
+def enabled(settings: Settings) -> bool:
+    if settings.otel_sdk_disabled:
+        return False
+    exporter = (settings.otel_traces_exporter or "").strip().lower()
+    if exporter:
+        return exporter != "none"
+    return bool(settings.otel_exporter_otlp_endpoint or settings.otel_exporter_otlp_traces_endpoint)
+
+
+def exporter_of(settings: Settings) -> SpanExporter:
+    if (settings.otel_traces_exporter or "").strip().lower() == "console":
+        return ConsoleSpanExporter()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    endpoint = settings.otel_exporter_otlp_traces_endpoint
+    if not endpoint:
+        base = (settings.otel_exporter_otlp_endpoint or "http://localhost:4318").rstrip("/")
+        endpoint = f"{base}/v1/traces"
+    return OTLPSpanExporter(
+        endpoint=endpoint,
+        headers=pairs(settings.otel_exporter_otlp_headers),
+        timeout=settings.otel_exporter_otlp_timeout_ms / 1000,
+    )
+
+
+def pairs(text: str) -> dict[str, str]:
+    """`key=value,key=value` as the OTEL_* variables write headers and resource attributes."""
+    found = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            found[key.strip()] = value.strip()
+    return found
+
+
+def configure(settings: Settings, processor: SpanProcessor | None = None) -> trace.TracerProvider:
+    """Set this process's provider from the settings; `processor` (tests: an in-memory
+    exporter's) turns traces on whatever the settings say."""
+    global _provider
+    if processor is None and not enabled(settings):
+        _provider = NoOpTracerProvider()
+        return _provider
+    attributes: dict[str, Any] = {**pairs(settings.otel_resource_attributes)}
+    attributes.update({"service.name": settings.otel_service_name, "service.version": __version__})
+    provider = TracerProvider(
+        resource=Resource.create(attributes), sampler=ParentBased(TraceIdRatioBased(settings.otel_traces_sampler_arg))
+    )
+    provider.add_span_processor(processor or BatchSpanProcessor(exporter_of(settings)))
+    _provider = provider
+    return provider
+
+
+def provider() -> trace.TracerProvider:
+    return _provider
+
+
+def tracer() -> Tracer:
+    return _provider.get_tracer(SCOPE, __version__)
+
+
+def shutdown() -> None:
+    """Send the spans still buffered (the service is stopping)."""
+    if isinstance(_provider, TracerProvider):
+        _provider.shutdown()

@@ -1,0 +1,186 @@
+"""OpenTelemetry: one trace per question, with a span per request, run, graph node, model call
+(GenAI attributes) and query (the QL text and row count, never a row); `traceparent` in the
+response; the same spans over OTLP/HTTP to a loopback receiver."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from datawell.app import create_app
+from datawell.config import Settings
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.llm.models import FixedChatModels
+from datawell.services import Overrides
+from tests.conftest import Account, Running, make_account, served
+from tests.observability.conftest import QUERY, ask
+from tests.tools.conftest import ORDERS
+
+RECEIVER_PORT = 18611  # this branch's range (18600-18699)
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+async def service(
+    settings: Settings, chat_models: FixedChatModels, exporter: InMemorySpanExporter
+) -> AsyncIterator[Running]:
+    app = create_app(
+        settings, Overrides(models=chat_models, embedder=HashingEmbedder()), spans=SimpleSpanProcessor(exporter)
+    )
+    async with served(app) as running:
+        yield running
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def check_question_trace(spans: list[Any], name: Any, attrs: Any, trace_of: Any) -> None:
+    """The spans of one question (any span type, read through `name`, `attrs`, `trace_of`)."""
+    names = [name(s) for s in spans]
+    assert len({trace_of(s) for s in spans}) == 1, "one trace per question"
+    assert "POST /api/v1/query/autorag" in names
+    assert {"run assistant", "node plan", "node step", "node check", "node run", "node answer", "query"} <= set(names)
+    chats = [s for s in spans if name(s).startswith("chat ")]
+    assert [attrs(s)["datawell.stage"] for s in chats] == ["plan", "answer"]
+    for chat in chats:
+        values = attrs(chat)
+        assert values["gen_ai.operation.name"] == "chat"
+        assert values["gen_ai.request.model"]
+        assert values["gen_ai.usage.input_tokens"] > values["gen_ai.usage.cache_read.input_tokens"] > 0
+        assert values["gen_ai.usage.output_tokens"] > 0
+    [query] = [s for s in spans if name(s) == "query"]
+    assert attrs(query)["db.query.text"] == QUERY
+    assert attrs(query)["db.response.returned_rows"] == 3
+    every_value = " ".join(str(v) for s in spans for v in attrs(s).values())
+    assert not any(str(row["note"]) in every_value for row in ORDERS), "a row value reached a span"
+
+
+async def test_one_trace_per_question(
+    client: httpx.AsyncClient, alice: Account, sales: str, exporter: InMemorySpanExporter
+) -> None:
+    exporter.clear()
+    response = await client.post(
+        "/api/v1/query/autorag", json={"namespace": "sales", "query": "Who paid the most?"}, headers=alice.headers
+    )
+    assert response.status_code == 200
+    spans = list(exporter.get_finished_spans())
+    check_question_trace(spans, lambda s: s.name, attributes, lambda s: s.context.trace_id)
+    # The response names the request's span, so a client can find its trace.
+    version, trace_id, _span, flags = response.headers["traceparent"].split("-")
+    [server] = [s for s in spans if s.name == "POST /api/v1/query/autorag"]
+    assert (version, int(trace_id, 16)) == ("00", server.context.trace_id)
+    assert int(flags, 16) & 1, "sampled"
+    run = next(s for s in spans if s.name == "run assistant")
+    assert run.parent is not None and run.parent.trace_id == server.context.trace_id
+    assert attributes(run)["datawell.run.id"] == response.headers["datawell-run-id"]
+    # The run record names its trace.
+    record = (await client.get(f"/api/v1/runs/{response.headers['datawell-run-id']}", headers=alice.headers)).json()
+    assert record["traceId"] == trace_id
+    exporter.clear()
+    await ask(client, alice)
+    assert len({s.context.trace_id for s in exporter.get_finished_spans()}) == 1
+
+
+async def test_traces_are_off_by_default(settings: Settings) -> None:
+    app = create_app(settings, Overrides(models=FixedChatModels(None), embedder=HashingEmbedder()))  # type: ignore[arg-type]
+    async with served(app) as running:
+        transport = httpx.ASGITransport(app=running.asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            response = await http.get("/health")
+    assert response.status_code == 200 and "traceparent" not in response.headers
+
+
+class Receiver(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str, bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        Receiver.received.append((self.path, body))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[list[tuple[str, bytes]]]:
+    server = HTTPServer(("127.0.0.1", RECEIVER_PORT), Receiver)
+    Receiver.received = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Receiver.received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_the_same_spans_arrive_over_otlp_http(
+    tmp_path: Path,
+    settings: Settings,
+    chat_models: FixedChatModels,
+    receiver: list[tuple[str, bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{RECEIVER_PORT}")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "datawell-test")
+    configured = Settings(**settings.model_dump(exclude={"otel_exporter_otlp_endpoint", "otel_service_name"}))
+    assert configured.otel_exporter_otlp_endpoint == f"http://127.0.0.1:{RECEIVER_PORT}"
+    app = create_app(configured, Overrides(models=chat_models, embedder=HashingEmbedder()))
+    async with served(app) as running:
+        alice = await make_account(running.services, "alice")
+        await load_sales(running)
+        transport = httpx.ASGITransport(app=running.asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            await ask(http, alice)
+    # The lifespan's end flushed the batch.
+    assert receiver and {path for path, _ in receiver} == {"/v1/traces"}
+    spans = []
+    for _, body in receiver:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            service = {a.key: a.value.string_value for a in resource.resource.attributes}["service.name"]
+            assert service == "datawell-test"
+            for scoped in resource.scope_spans:
+                spans.extend(scoped.spans)
+
+    def attrs(span: Any) -> dict[str, Any]:
+        found = {}
+        for a in span.attributes:
+            value = a.value
+            found[a.key] = value.int_value if value.HasField("int_value") else value.string_value
+        return found
+
+    question = [s for s in spans if s.name != "GET /health"]
+    check_question_trace(question, lambda s: s.name, attrs, lambda s: s.trace_id)
+
+
+async def load_sales(running: Running) -> None:
+    from datawell.storage import access
+    from datawell.storage.users import find_user
+    from tests.observability.conftest import FIELDS, TYPES
+    from tests.tools.conftest import load
+
+    async with running.services.db.session() as session:
+        owner = await find_user(session, "alice")
+        assert owner is not None
+        namespace = await access.ensure_namespace(session, owner, "sales")
+    await load(running.services, namespace, owner, "orders", FIELDS, TYPES, ORDERS)
