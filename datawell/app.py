@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute
 
 from datawell.agents.server import AgentServer
 from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestions, mcp, ontology, system, uploads
+from datawell.api.bodies import BodyLimit
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Router
@@ -25,7 +26,7 @@ from datawell.llm.embeddings import StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.runs import Runs
-from datawell.services import API_PREFIX, Overrides, Services, build_services
+from datawell.services import API_PREFIX, PART_PATH, Overrides, Services, build_services
 
 API_ROUTERS: list[Router] = [
     datasets.router,
@@ -83,7 +84,10 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)],
+        middleware=[
+            Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
+            Middleware(ConsoleCookies, api_prefix=API_PREFIX),
+        ],
     )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     app.state.agents = agents

@@ -18,6 +18,7 @@ from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStor
 from datawell.storage.rows import RowStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
+from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import QueryTools
 
@@ -117,6 +118,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
             max_row_bytes=settings.query_max_row_bytes,
             max_result_bytes=settings.query_max_result_bytes,
             work_mem_mb=settings.query_work_mem_mb,
+            temp_file_mb=settings.query_temp_file_mb,
+            concurrency=settings.query_concurrency,
+            caps=Caps(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic),
         )
         await query_tools.start()
     return Services(
