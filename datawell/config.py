@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     query_few_shot: int = Field(
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )
+    query_few_shot_checks: int = Field(
+        12,
+        ge=1,
+        description="Most similar verified examples checked per question for the few-shot list; "
+        "ones the caller cannot run are skipped, and no more are looked at.",
+    )
     schema_prune_tables: int = Field(
         6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
     )

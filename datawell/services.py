@@ -135,5 +135,5 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         objects=build_object_store(settings, secret),
         query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
-        examples=VerifiedExamples(db, query_tools),
+        examples=VerifiedExamples(db, query_tools, settings.query_few_shot_checks),
     )

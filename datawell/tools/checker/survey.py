@@ -201,7 +201,11 @@ class _Survey:
         length = node.expression
         if isinstance(length, exp.Literal) and not length.is_string:
             return float(length.this) <= self.caps.built_chars
-        clamped = exp.Least(this=length, expressions=[exp.Literal.number(self.caps.built_chars)])
+        cap = exp.Literal.number(self.caps.built_chars)
+        # Not LEAST: PostgreSQL's ignores a NULL, where lpad(x, NULL) is NULL.
+        clamped = exp.Case(
+            ifs=[exp.If(this=exp.GT(this=length.copy(), expression=cap), true=cap.copy())], default=length
+        )
         node.set("expression", exp.cast(clamped, "INT", copy=False))
         return True
 
