@@ -17,7 +17,7 @@ from datawell.api import a2a, autorag, build_specs, datasets, examples, ingestio
 from datawell.api.bodies import BodyLimit
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
-from datawell.api.routing import Router
+from datawell.api.routing import Context, Router
 from datawell.config import Settings
 from datawell.console import ConsoleCookies
 from datawell.console import routes as console_routes
@@ -52,7 +52,7 @@ def create_app(
     mcp_server = McpServer()
 
     @asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs]]:
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Services | Runs | Context]]:
         services = await build_services(settings, overrides)
         started = runs(services)
         # The models load beside the API (which answers meanwhile); a question asked before
@@ -68,7 +68,10 @@ def create_app(
                 await stack.enter_async_context(mcp_server.running())
                 if settings.run_worker_in_process:
                     await stack.enter_async_context(running_worker(services))
-                yield {"services": services, "runs": started}
+                # The API's handlers reach all of it through `context` (`api.routing.Context`);
+                # the console, the MCP tools and the A2A executors read services and runs.
+                context = Context(services, started, agents, mcp_server, openapi)
+                yield {"services": services, "runs": started, "context": context}
         finally:
             for load in preloading:
                 await load  # a load in a thread cannot be stopped, only waited for
@@ -90,7 +93,6 @@ def create_app(
         ],
     )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
-    app.state.agents = agents
-    app.state.mcp = mcp_server
-    app.state.openapi = build_openapi(mounted, settings.auth_url)
+    openapi = build_openapi(mounted, settings.auth_url)
+    app.state.openapi = openapi  # for tests and tools that read the document without serving
     return app

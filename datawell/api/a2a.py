@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 
 from datawell.agents.cards import agent_card, agent_url, card_json, card_url
 from datawell.agents.registry import AGENTS, agent_named
-from datawell.api.routing import Router
+from datawell.api.routing import Context, PathModel, Router
 from datawell.api.schemas import ApiModel
 from datawell.api.urls import public_base_url
 from datawell.storage.tables import User
@@ -35,6 +35,10 @@ RPC_MEDIA_TYPES = {
 }
 
 
+class AgentPath(PathModel):
+    agent: str
+
+
 class AgentListItem(ApiModel):
     name: str
     url: str = Field(description="The agent's JSON-RPC endpoint")
@@ -42,9 +46,9 @@ class AgentListItem(ApiModel):
 
 
 @router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True, slash=True)
-async def list_agents(request: Request) -> list[AgentListItem]:
+async def list_agents(request: Request, ctx: Context) -> list[AgentListItem]:
     """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
-    base = public_base_url(request)
+    base = public_base_url(request, ctx.services.settings)
     return [AgentListItem(name=s.name, url=agent_url(s, base), agent_card=card_url(s, base)) for s in AGENTS]
 
 
@@ -55,11 +59,12 @@ async def list_agents(request: Request) -> list[AgentListItem]:
     public=True,
     errors=(404,),
     slash=True,
+    params=AgentPath,
 )
-async def read_card(request: Request) -> Response:
+async def read_card(request: Request, ctx: Context, path: AgentPath) -> Response:
     """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
-    spec = agent_named(request.path_params["agent"])
-    body = card_json(agent_card(spec, public_base_url(request)))
+    spec = agent_named(path.agent)
+    body = card_json(agent_card(spec, public_base_url(request, ctx.services.settings)))
     etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
     headers = {"ETag": etag, "Cache-Control": CARD_CACHE, "Last-Modified": CARD_LAST_MODIFIED}
     if etag in request.headers.get("if-none-match", ""):
@@ -75,11 +80,12 @@ async def read_card(request: Request) -> Response:
     slash=True,
     streams=RPC_MEDIA_TYPES,
     headers=(("A2A-Version", "Must be `1.0`; without it the call is treated as A2A 0.3 and refused (-32009)"),),
+    params=AgentPath,
 )
-async def call_agent(request: Request, user: User) -> Response:
+async def call_agent(request: Request, ctx: Context, user: User, path: AgentPath) -> Response:
     """JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask, GetExtendedAgentCard, …
     The namespace goes in `params.message.metadata.namespace`. See docs/a2a.md."""
-    spec = agent_named(request.path_params["agent"])
+    spec = agent_named(path.agent)
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         error = ContentTypeNotSupportedError(
@@ -93,8 +99,9 @@ async def call_agent(request: Request, user: User) -> Response:
         from_json(await request.body())
     except ValueError as exc:
         return JSONResponse(build_error_response(None, JSONParseError(message=f"the body is not valid JSON: {exc}")))
-    request.state.public_base_url = public_base_url(request)  # the agents' cards and links start with it
-    return await request.app.state.agents.handle(spec.name, request)
+    # The agents' cards and links start with it; the SDK's context builder reads it (`agents.server`).
+    request.state.public_base_url = public_base_url(request, ctx.services.settings)
+    return await ctx.agents.handle(spec.name, request)
 
 
 async def _request_id(request: Request) -> Any:

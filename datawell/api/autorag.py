@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from datawell.api.errors import error_body
-from datawell.api.routing import Router
+from datawell.api.routing import Context, Router
 from datawell.api.schemas import ApiModel
 from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
@@ -31,7 +31,7 @@ from datawell.graphs.events import (
     StepFinished,
 )
 from datawell.llm.models import StageChoices
-from datawell.runs import AskRequest, Run, Runs
+from datawell.runs import AskRequest, Run
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
 
@@ -113,10 +113,10 @@ class AutoRagResponse(ApiModel):
     streams={EVENT_STREAM: SSE_EVENTS},
     headers=(("Accept", f"`application/json` (default) or `{EVENT_STREAM}` for a stream of run events"),),
 )
-async def autorag(request: Request, user: User, body: AutoRagRequest) -> Response:
+async def autorag(request: Request, ctx: Context, user: User, body: AutoRagRequest) -> Response:
     """Plans the steps to answer the question, runs a query per step, and answers from the rows.
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
-    runs: Runs = request.state.runs
+    runs = ctx.runs
     async with runs.services.db.session() as session:
         namespace = await namespace_named(session, body.username or user.username, body.namespace)
     ask = AskRequest(

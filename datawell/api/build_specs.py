@@ -6,13 +6,14 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from datawell.api.openapi import IF_MATCH_PATTERN
-from datawell.api.routing import Router, path_uuid
+from datawell.api.routing import Context, PathModel, Router, uuid_in_path
 from datawell.api.schemas import ApiModel, DatasetCoordinate
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.storage.access import Permission, authorize
@@ -78,6 +79,10 @@ async def check_coordinates(session: AsyncSession, user: User, body: BuildSpecRe
         raise InvalidInput("the BuildSpec names datasets that do not exist", sub_errors=missing)
 
 
+class BuildSpecPath(PathModel):
+    build_spec_id: Annotated[str, uuid_in_path("BuildSpec")]
+
+
 def parse_if_match(request: Request) -> int | None:
     value = request.headers.get("if-match")
     if value is None or value.strip() == "*":
@@ -99,9 +104,9 @@ def parse_if_match(request: Request) -> int | None:
     status=201,
     errors=(403, 415, 422),
 )
-async def create(request: Request, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
+async def create(request: Request, ctx: Context, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
     """Creates a BuildSpec at version 1, owned by the caller."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         await check_coordinates(session, user, body)
         spec = await create_build_spec(
             session,
@@ -114,21 +119,24 @@ async def create(request: Request, user: User, body: BuildSpecRequest) -> BuildS
 
 
 @router.operation("GET", "/build-specs", summary="List the caller's BuildSpecs", response=BuildSpecList)
-async def list_all(request: Request, user: User) -> BuildSpecList:
+async def list_all(request: Request, ctx: Context, user: User) -> BuildSpecList:
     """Lists the caller's BuildSpecs, oldest first."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         return BuildSpecList(data=[BuildSpecResponse.of(s, user) for s in await list_build_specs(session, user)])
 
 
 @router.operation(
-    "GET", "/build-specs/{buildSpecId}", summary="Read a BuildSpec", response=BuildSpecResponse, errors=(404, 422)
+    "GET",
+    "/build-specs/{buildSpecId}",
+    summary="Read a BuildSpec",
+    response=BuildSpecResponse,
+    errors=(404, 422),
+    params=BuildSpecPath,
 )
-async def read(request: Request, user: User) -> BuildSpecResponse:
+async def read(request: Request, ctx: Context, user: User, path: BuildSpecPath) -> BuildSpecResponse:
     """Reads one of the caller's BuildSpecs."""
-    async with request.state.services.db.session() as session:
-        return BuildSpecResponse.of(
-            await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec")), user
-        )
+    async with ctx.services.db.session() as session:
+        return BuildSpecResponse.of(await get_build_spec(session, user, path.build_spec_id), user)
 
 
 @router.operation(
@@ -139,12 +147,15 @@ async def read(request: Request, user: User) -> BuildSpecResponse:
     response=BuildSpecResponse,
     errors=(403, 404, 409, 415, 422),
     headers=(("If-Match", "Optional: the version the edit is based on; a different current version gives 409."),),
+    params=BuildSpecPath,
 )
-async def replace(request: Request, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
+async def replace(
+    request: Request, ctx: Context, user: User, body: BuildSpecRequest, path: BuildSpecPath
+) -> BuildSpecResponse:
     """Replaces the definition as a whole and bumps the version."""
     expected = parse_if_match(request)
-    async with request.state.services.db.session() as session:
-        spec = await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec"))
+    async with ctx.services.db.session() as session:
+        spec = await get_build_spec(session, user, path.build_spec_id)
         await check_coordinates(session, user, body)
         spec = await replace_build_spec(
             session,
@@ -157,8 +168,15 @@ async def replace(request: Request, user: User, body: BuildSpecRequest) -> Build
         return BuildSpecResponse.of(spec, user)
 
 
-@router.operation("DELETE", "/build-specs/{buildSpecId}", summary="Delete a BuildSpec", status=204, errors=(404, 422))
-async def delete(request: Request, user: User) -> None:
+@router.operation(
+    "DELETE",
+    "/build-specs/{buildSpecId}",
+    summary="Delete a BuildSpec",
+    status=204,
+    errors=(404, 422),
+    params=BuildSpecPath,
+)
+async def delete(request: Request, ctx: Context, user: User, path: BuildSpecPath) -> None:
     """Deletes one of the caller's BuildSpecs."""
-    async with request.state.services.db.session() as session:
-        await session.delete(await get_build_spec(session, user, path_uuid(request, "buildSpecId", "BuildSpec")))
+    async with ctx.services.db.session() as session:
+        await session.delete(await get_build_spec(session, user, path.build_spec_id))

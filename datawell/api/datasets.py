@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import Field
 from starlette.requests import Request
 
-from datawell.api.routing import Router
+from datawell.api.routing import Context, DatasetPath, NamespacePath, PathModel, Router
 from datawell.api.schemas import ApiModel
 from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.datasets import (
@@ -23,6 +23,11 @@ from datawell.storage.tables import Dataset, User
 router = Router("datasets")
 
 MAX_DESCRIPTION = 10000
+
+
+class NewDatasetPath(PathModel):
+    namespace: str = Field(description="One of the caller's namespaces, created on first use")
+    dataset_name: str
 
 
 class DatasetCreateRequest(ApiModel):
@@ -79,13 +84,16 @@ class DatasetList(ApiModel):
     response=DatasetResponse,
     status=201,
     errors=(409, 415, 422),
+    params=NewDatasetPath,
 )
-async def create(request: Request, user: User, body: DatasetCreateRequest) -> DatasetResponse:
+async def create(
+    request: Request, ctx: Context, user: User, body: DatasetCreateRequest, path: NewDatasetPath
+) -> DatasetResponse:
     """Creates a dataset owned by the caller in the caller's namespace, creating the namespace on first use."""
-    async with request.state.services.db.session() as session:
-        namespace = await ensure_namespace(session, user, request.path_params["namespace"])
+    async with ctx.services.db.session() as session:
+        namespace = await ensure_namespace(session, user, path.namespace)
         dataset = await create_dataset(
-            session, namespace, request.path_params["datasetName"], body.data_description, body.schema_definition, user
+            session, namespace, path.dataset_name, body.data_description, body.schema_definition, user
         )
         return DatasetResponse.of(namespace, dataset.record)
 
@@ -96,13 +104,12 @@ async def create(request: Request, user: User, body: DatasetCreateRequest) -> Da
     summary="List the datasets of a namespace",
     response=DatasetList,
     errors=(403, 404),
+    params=NamespacePath,
 )
-async def list_namespace(request: Request, user: User) -> DatasetList:
+async def list_namespace(request: Request, ctx: Context, user: User, path: NamespacePath) -> DatasetList:
     """Lists the datasets of a namespace the caller owns or holds a grant on."""
-    params = request.path_params
-    namespace, datasets = await readable_datasets(
-        request.state.services.db.direct, user, params["username"], params["namespace"]
-    )
+    # The hot read: access and data in one round trip (docs/decisions.md, "API read speed").
+    namespace, datasets = await readable_datasets(ctx.services.db.direct, user, path.username, path.namespace)
     return DatasetList(data=[DatasetResponse.of(namespace, d) for d in datasets])
 
 
@@ -112,11 +119,11 @@ async def list_namespace(request: Request, user: User) -> DatasetList:
     summary="Read a dataset",
     response=DatasetResponse,
     errors=(403, 404),
+    params=DatasetPath,
 )
-async def read(request: Request, user: User) -> DatasetResponse:
+async def read(request: Request, ctx: Context, user: User, path: DatasetPath) -> DatasetResponse:
     """Reads one dataset: its description, schema and inferred field types."""
-    params = request.path_params
     namespace, dataset = await readable_dataset(
-        request.state.services.db.direct, user, params["username"], params["namespace"], params["datasetName"]
+        ctx.services.db.direct, user, path.username, path.namespace, path.dataset_name
     )
     return DatasetResponse.of(namespace, dataset)

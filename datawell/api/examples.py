@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
-from datawell.api.routing import Router, path_uuid
+from datawell.api.routing import (
+    READABLE_NAMESPACE,
+    WRITABLE_NAMESPACE,
+    Context,
+    NamespacePath,
+    Router,
+    uuid_in_path,
+)
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.graphs.memory import finished_turn
 from datawell.services import Services
-from datawell.storage.access import NamespaceRef, Permission, authorize, namespace_by_id, require
+from datawell.storage.access import NamespaceRef, Permission, namespace_by_id, require
 from datawell.storage.examples import (
     MAX_QUESTION,
     Source,
@@ -108,9 +114,8 @@ class MarkResponse(ApiModel):
     removed: int = Field(description="Examples removed (bad)")
 
 
-async def namespace_for(session: AsyncSession, request: Request, user: User, wanted: Permission) -> NamespaceRef:
-    params = request.path_params
-    return await authorize(session, user, params["username"], params["namespace"], wanted)
+class ExamplePath(NamespacePath):
+    example_id: Annotated[str, uuid_in_path("example")]
 
 
 @router.operation(
@@ -121,25 +126,32 @@ async def namespace_for(session: AsyncSession, request: Request, user: User, wan
     response=ExampleResponse,
     status=201,
     errors=(403, 404, 409, 415, 422),
+    resolve=WRITABLE_NAMESPACE,
 )
-async def add(request: Request, user: User, body: ExampleCreateRequest) -> ExampleResponse:
+async def add(
+    request: Request, ctx: Context, user: User, body: ExampleCreateRequest, namespace: NamespaceRef
+) -> ExampleResponse:
     """Stores a question and the query that answers it. The query is checked as the caller
     first: one the caller could not run is refused (422 QUERY_ERROR). One example per question
     (compared ignoring case, spacing and trailing punctuation): 409 when there is one."""
-    services: Services = request.state.services
-    async with services.db.session() as session:
-        namespace = await namespace_for(session, request, user, Permission.WRITE)
+    services = ctx.services
     await services.query_tools.check(user, namespace, body.query)
     async with services.db.session() as session:
         example = await add_example(session, namespace, user, body.question, body.query)
         return ExampleResponse.of(example, namespace, user.username)
 
 
-@router.operation("GET", NAMESPACE_PATH, summary="List verified examples", response=ExampleList, errors=(403, 404))
-async def list_all(request: Request, user: User) -> ExampleList:
+@router.operation(
+    "GET",
+    NAMESPACE_PATH,
+    summary="List verified examples",
+    response=ExampleList,
+    errors=(403, 404),
+    resolve=READABLE_NAMESPACE,
+)
+async def list_all(request: Request, ctx: Context, user: User, namespace: NamespaceRef) -> ExampleList:
     """Lists the namespace's verified examples, newest first."""
-    async with request.state.services.db.read() as session:
-        namespace = await namespace_for(session, request, user, Permission.READ)
+    async with ctx.services.db.read() as session:
         examples = await list_examples(session, namespace)
         names = await usernames(session, {e.created_by for e in examples})
     return ExampleList(data=[ExampleResponse.of(e, namespace, names.get(e.created_by, "")) for e in examples])
@@ -153,13 +165,13 @@ async def list_all(request: Request, user: User) -> ExampleList:
     response=MarkResponse,
     errors=(403, 404, 409, 415, 422),
 )
-async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
+async def mark(request: Request, ctx: Context, user: User, body: MarkRequest) -> MarkResponse:
     """Marks the query of one step of the caller's conversation (`POST /query/autorag`), in the
     conversation's namespace, which the caller must be able to write. `good` checks the query as
     the caller and stores the step's question and query as a verified example (marking the same
     pair again answers the stored one; another query for the question is 409). `bad` removes the
     example pairing that question and query, so the answer is never offered again as verified."""
-    services: Services = request.state.services
+    services = ctx.services
     async with services.db.session() as session:
         conversation = await session.get(Conversation, body.conversation_id)
         # Another user's conversation is reported exactly like a missing one.
@@ -197,13 +209,13 @@ async def mark(request: Request, user: User, body: MarkRequest) -> MarkResponse:
     summary="Delete a verified example",
     status=204,
     errors=(403, 404, 422),
+    params=ExamplePath,
+    resolve=WRITABLE_NAMESPACE,
 )
-async def delete(request: Request, user: User) -> None:
+async def delete(request: Request, ctx: Context, user: User, path: ExamplePath, namespace: NamespaceRef) -> None:
     """Deletes one verified example of the namespace."""
-    wanted = path_uuid(request, "exampleId", "example")
-    async with request.state.services.db.session() as session:
-        namespace = await namespace_for(session, request, user, Permission.WRITE)
-        await session.delete(await get_example(session, namespace, wanted))
+    async with ctx.services.db.session() as session:
+        await session.delete(await get_example(session, namespace, path.example_id))
 
 
 async def marked_pair(services: Services, body: MarkRequest) -> tuple[str, str]:

@@ -5,21 +5,27 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
-from datawell.api.routing import Router
+from datawell.api.routing import (
+    READABLE_DATASET,
+    WRITABLE_DATASET,
+    Context,
+    PathModel,
+    Resolver,
+    Router,
+    uuid_in_path,
+)
 from datawell.api.schemas import ApiModel
-from datawell.errors import Forbidden, InvalidInput, NotFound, SubError
+from datawell.errors import NotFound
 from datawell.ontology.links import remove_dataset_links
-from datawell.services import Services
 from datawell.storage import hints, ingestions
-from datawell.storage.access import NamespaceRef, Permission, allows, authorize, permission_of
-from datawell.storage.datasets import DatasetRef, get_dataset
-from datawell.storage.tables import Dataset, Ingestion, Namespace, User
+from datawell.storage.access import Permission, namespace_by_id, require_seen
+from datawell.storage.datasets import DatasetRef
+from datawell.storage.tables import Dataset, Ingestion, User
 from datawell.storage.vectors import FIELDS, ROWS
 
 router = Router("ingestions")
@@ -117,39 +123,30 @@ class ClearResponse(ApiModel):
     ingestions_cancelled: int = Field(description="Queued or running ingestions of the dataset that were stopped.")
 
 
-async def dataset_from_path(session: AsyncSession, request: Request, user: User, wanted: Permission) -> DatasetRef:
-    params = request.path_params
-    namespace = await authorize(session, user, params["username"], params["namespace"], wanted)
-    return await get_dataset(session, namespace, params["datasetName"])
+class IngestionPath(PathModel):
+    ingestion_id: Annotated[str, uuid_in_path("ingestion")]
 
 
-async def ingestion_from_path(
-    session: AsyncSession, request: Request, user: User, wanted: Permission
-) -> tuple[Ingestion, Dataset]:
+def ingestion_for(wanted: Permission) -> Resolver[IngestionPath, Ingestion]:
     """The ingestion named in the path: 404 when it does not exist or the caller cannot read
     its namespace at all, 403 when the caller may read but `wanted` is write."""
-    raw = request.path_params["ingestionId"]
-    try:
-        ingestion_id = str(uuid.UUID(raw))
-    except ValueError:
-        raise InvalidInput(
-            "invalid ingestion id", sub_errors=[SubError("uuid_parsing", f"ingestionId: {raw!r} is not a UUID")]
-        ) from None
-    missing = NotFound(f"ingestion {ingestion_id} does not exist")
-    ingestion = await ingestions.get_ingestion(session, ingestion_id)
-    if ingestion is None:
-        raise missing
-    dataset = await session.get_one(Dataset, ingestion.dataset_id)
-    namespace = await session.get_one(Namespace, dataset.namespace_id)
-    owner = await session.get_one(User, namespace.owner_id)
-    held = await permission_of(session, user, NamespaceRef(namespace.id, owner.username, namespace.name))
-    if held is None:
-        raise missing
-    if not allows(held, wanted):
-        raise Forbidden(
-            f"user {user.username!r} has no {wanted.value} access to namespace {owner.username}/{namespace.name}"
-        )
-    return ingestion, dataset
+
+    async def resolve(ctx: Context, user: User, path: IngestionPath) -> Ingestion:
+        missing = NotFound(f"ingestion {path.ingestion_id} does not exist")
+        async with ctx.services.db.read() as session:
+            ingestion = await ingestions.get_ingestion(session, path.ingestion_id)
+            if ingestion is None:
+                raise missing
+            dataset = await session.get_one(Dataset, ingestion.dataset_id)
+            namespace = await namespace_by_id(session, dataset.namespace_id)
+            await require_seen(session, user, namespace, wanted, missing)
+        return ingestion
+
+    return Resolver("ingestion", IngestionPath, resolve)
+
+
+READABLE_INGESTION = ingestion_for(Permission.READ)
+WRITABLE_INGESTION = ingestion_for(Permission.WRITE)
 
 
 def page(items: list[Ingestion], size: int) -> tuple[list[Ingestion], datetime | None]:
@@ -175,12 +172,14 @@ def page(items: list[Ingestion], size: int) -> tuple[list[Ingestion], datetime |
     query=AttemptsQuery,
     response=AttemptList,
     errors=(403, 404, 422),
+    resolve=READABLE_DATASET,
 )
-async def list_attempts(request: Request, user: User, query: AttemptsQuery) -> AttemptList:
+async def list_attempts(
+    request: Request, ctx: Context, user: User, query: AttemptsQuery, dataset: DatasetRef
+) -> AttemptList:
     """Lists the dataset's ingestion attempts, newest first. `metadata.beforeCreatedAt` is the
     cursor for the next page (null on the last page)."""
-    async with request.state.services.db.session() as session:
-        dataset = await dataset_from_path(session, request, user, Permission.READ)
+    async with ctx.services.db.read() as session:
         items = await ingestions.list_attempts(session, dataset.record.id, query.before_created_at, query.page_size + 1)
     shown, cursor = page(items, query.page_size)
     return AttemptList(
@@ -195,12 +194,11 @@ async def list_attempts(request: Request, user: User, query: AttemptsQuery) -> A
     summary="Read one ingestion attempt",
     response=IngestionDetail,
     errors=(404, 422),
+    resolve=READABLE_INGESTION,
 )
-async def read_attempt(request: Request, user: User) -> IngestionDetail:
+async def read_attempt(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> IngestionDetail:
     """Reads one attempt, with the mapping from the file's columns to the dataset's fields."""
-    async with request.state.services.db.session() as session:
-        ingestion, _dataset = await ingestion_from_path(session, request, user, Permission.READ)
-        return IngestionDetail(**IngestionAttempt.of(ingestion).model_dump(), mapping=ingestion.mapping)
+    return IngestionDetail(**IngestionAttempt.of(ingestion).model_dump(), mapping=ingestion.mapping)
 
 
 @router.operation(
@@ -210,14 +208,15 @@ async def read_attempt(request: Request, user: User) -> IngestionDetail:
     response=RetryResponse,
     status=202,
     errors=(403, 404, 409, 422),
+    resolve=WRITABLE_INGESTION,
 )
-async def retry(request: Request, user: User) -> RetryResponse:
+async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> RetryResponse:
     """Creates a new ingestion of the same uploaded file and queues it for the background
     worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
     while another ingestion of the same file is queued, running or succeeded."""
-    async with request.state.services.db.session() as session:
-        original, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
-        attempt = await ingestions.retry(session, original, user)
+    async with ctx.services.db.session() as session:
+        session.add(ingestion)
+        attempt = await ingestions.retry(session, ingestion, user)
         return RetryResponse(id=uuid.UUID(attempt.id))
 
 
@@ -227,13 +226,14 @@ async def retry(request: Request, user: User) -> RetryResponse:
     summary="Cancel an ingestion",
     response=IngestionAttempt,
     errors=(403, 404, 409, 422),
+    resolve=WRITABLE_INGESTION,
 )
-async def cancel(request: Request, user: User) -> IngestionAttempt:
+async def cancel(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> IngestionAttempt:
     """Cancels a QUEUED or RUNNING ingestion (409 otherwise) and answers with it, now
     CANCELLED. A running one stops within a third of the worker lease and leaves no rows;
     it can be retried later."""
-    async with request.state.services.db.session() as session:
-        ingestion, _dataset = await ingestion_from_path(session, request, user, Permission.WRITE)
+    async with ctx.services.db.session() as session:
+        session.add(ingestion)
         await ingestions.cancel(session, ingestion, f"cancelled by {user.username}")
         await session.refresh(ingestion)
         return IngestionAttempt.of(ingestion)
@@ -245,14 +245,14 @@ async def cancel(request: Request, user: User) -> IngestionAttempt:
     summary="Clear a dataset",
     response=ClearResponse,
     errors=(403, 404),
+    resolve=WRITABLE_DATASET,
 )
-async def clear(request: Request, user: User) -> ClearResponse:
+async def clear(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> ClearResponse:
     """Irreversibly removes every row, vector and link of the dataset, and stops its queued
     and running ingestions. The dataset itself, its schema and column types remain."""
-    services: Services = request.state.services
+    services = ctx.services
+    record = dataset.record
     async with services.db.session() as session:
-        dataset = await dataset_from_path(session, request, user, Permission.WRITE)
-        record = dataset.record
         cancelled = await ingestions.cancel_active(
             session, record.id, f"cancelled: {user.username} cleared the dataset"
         )

@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from datawell.api.routing import Router
+from datawell.api.routing import Context, Router
 from datawell.storage.tables import User
 
 router = Router("mcp")
@@ -41,7 +41,7 @@ class Delegate(Response):
         ("Accept", "Must accept both application/json and text/event-stream"),
     ),
 )
-async def call_mcp(request: Request, user: User) -> Response:
+async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
     """The Model Context Protocol endpoint (JSON-RPC 2.0): `initialize`, `tools/list`, `tools/call`,
     `resources/list`, `resources/read`, … Stateless: no `Mcp-Session-Id`. See docs/mcp.md."""
-    return Delegate(request.app.state.mcp.handle)
+    return Delegate(ctx.mcp.handle)

@@ -6,21 +6,28 @@ A namespace in a request is either the caller's own (`shop`) or `owner/namespace
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from datawell.api.routing import Router, path_uuid
+from datawell.api.routing import (
+    Context,
+    NamespaceNamed,
+    PathModel,
+    Resolver,
+    Router,
+    namespace_for,
+    uuid_in_path,
+)
 from datawell.api.schemas import ApiModel
-from datawell.errors import Forbidden, NotFound
+from datawell.errors import NotFound
 from datawell.llm.models import StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
-from datawell.runs import CurateRequest, Runs
-from datawell.services import Services
-from datawell.storage.access import Permission, allows, authorize, namespace_by_id, namespace_named, permission_of
+from datawell.runs import CurateRequest
+from datawell.storage.access import NamespaceRef, Permission, namespace_by_id, namespace_named, require_seen
 from datawell.storage.datasets import get_dataset
 from datawell.storage.tables import Link, User
 from datawell.storage.users import usernames
@@ -124,12 +131,12 @@ def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
     response=CurateLinksResponse,
     errors=(403, 404, 415, 422, 502),
 )
-async def curate_links(request: Request, user: User, body: CurateLinksRequest) -> JSONResponse:
+async def curate_links(request: Request, ctx: Context, user: User, body: CurateLinksRequest) -> JSONResponse:
     """Links curated successfully. Candidates are computed from the data (shared values,
     near-identical spellings, nearby coordinates, similar names); the curator model selects the
     meaningful ones. With `activate` true they join the ontology and the response carries only
     the counts; otherwise they are returned in `curatedLinks` and kept as suggestions."""
-    runs: Runs = request.state.runs
+    runs = ctx.runs
     owner, name = namespace_coordinate(user, body.namespace)
     async with runs.services.db.session() as session:
         namespace = await namespace_named(session, owner, name)
@@ -154,10 +161,32 @@ async def curate_links(request: Request, user: User, body: CurateLinksRequest) -
     return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-async def _list(request: Request, user: User, query: LinkQuery, owner: str, name: str) -> LinkList:
-    services: Services = request.state.services
-    async with services.db.session() as session:
-        namespace = await authorize(session, user, owner, name, Permission.READ)
+class OwnerNamespacePath(NamespaceNamed):
+    owner: str
+
+    def owner_for(self, user: User) -> str:
+        return self.owner
+
+
+class LinkPath(PathModel):
+    link_id: Annotated[str, uuid_in_path("link")]
+
+
+async def _writable_link(ctx: Context, user: User, path: LinkPath) -> Link:
+    """The link, if the caller may change it: 404 when it does not exist or the caller cannot
+    even read its namespace, 403 when the caller can read but not write it."""
+    async with ctx.services.db.read() as session:
+        link = await get_link(session, path.link_id)
+        namespace = await namespace_by_id(session, link.namespace_id)
+        await require_seen(session, user, namespace, Permission.WRITE, NotFound(f"link {path.link_id} does not exist"))
+    return link
+
+
+WRITABLE_LINK = Resolver("link", LinkPath, _writable_link)
+
+
+async def _list(ctx: Context, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
+    async with ctx.services.db.read() as session:
         dataset_id = (await get_dataset(session, namespace, query.dataset)).record.id if query.dataset else None
         links = await list_links(session, namespace.id, status=query.status, dataset_id=dataset_id)
         names = await curators(session, links)
@@ -171,10 +200,11 @@ async def _list(request: Request, user: User, query: LinkQuery, owner: str, name
     query=LinkQuery,
     response=LinkList,
     errors=(404, 422),
+    resolve=namespace_for(Permission.READ, NamespaceNamed),
 )
-async def list_own(request: Request, user: User, query: LinkQuery) -> LinkList:
+async def list_own(request: Request, ctx: Context, user: User, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
     """Lists the links of the caller's namespace, optionally by status and by dataset."""
-    return await _list(request, user, query, user.username, request.path_params["namespace"])
+    return await _list(ctx, query, namespace)
 
 
 @router.operation(
@@ -184,24 +214,11 @@ async def list_own(request: Request, user: User, query: LinkQuery) -> LinkList:
     query=LinkQuery,
     response=LinkList,
     errors=(403, 404, 422),
+    resolve=namespace_for(Permission.READ, OwnerNamespacePath),
 )
-async def list_any(request: Request, user: User, query: LinkQuery) -> LinkList:
+async def list_any(request: Request, ctx: Context, user: User, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
     """Lists the links of a namespace the caller owns or holds a grant on."""
-    params = request.path_params
-    return await _list(request, user, query, params["owner"], params["namespace"])
-
-
-async def writable_link(session: AsyncSession, user: User, identifier: str) -> Link:
-    """The link, if the caller may change it: 404 when it does not exist or the caller cannot
-    even read its namespace, 403 when the caller can read but not write it."""
-    link = await get_link(session, identifier)
-    namespace = await namespace_by_id(session, link.namespace_id)
-    held = await permission_of(session, user, namespace)
-    if held is None:
-        raise NotFound(f"link {identifier} does not exist")
-    if not allows(held, Permission.WRITE):
-        raise Forbidden(f"user {user.username!r} has no write access to namespace {namespace}")
-    return link
+    return await _list(ctx, query, namespace)
 
 
 @router.operation(
@@ -211,19 +228,27 @@ async def writable_link(session: AsyncSession, user: User, identifier: str) -> L
     body=LinkUpdate,
     response=LinkResponse,
     errors=(403, 404, 415, 422),
+    resolve=WRITABLE_LINK,
 )
-async def update(request: Request, user: User, body: LinkUpdate) -> LinkResponse:
+async def update(request: Request, ctx: Context, user: User, body: LinkUpdate, link: Link) -> LinkResponse:
     """Sets a link's status: `Active` adds a suggestion to the ontology, `Suggested` takes a link
     out of it without forgetting it."""
-    async with request.state.services.db.session() as session:
-        link = await set_status(
-            session, await writable_link(session, user, path_uuid(request, "linkId", "link")), body.status
-        )
+    async with ctx.services.db.session() as session:
+        session.add(link)
+        link = await set_status(session, link, body.status)
         return link_response(link, await curators(session, [link]))
 
 
-@router.operation("DELETE", "/ontology/links/{linkId}", summary="Delete a link", status=204, errors=(403, 404, 422))
-async def delete(request: Request, user: User) -> None:
+@router.operation(
+    "DELETE",
+    "/ontology/links/{linkId}",
+    summary="Delete a link",
+    status=204,
+    errors=(403, 404, 422),
+    resolve=WRITABLE_LINK,
+)
+async def delete(request: Request, ctx: Context, user: User, link: Link) -> None:
     """Deletes one link from the ontology (active or suggested)."""
-    async with request.state.services.db.session() as session:
-        await delete_link(session, await writable_link(session, user, path_uuid(request, "linkId", "link")))
+    async with ctx.services.db.session() as session:
+        session.add(link)
+        await delete_link(session, link)

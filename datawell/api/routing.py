@@ -1,6 +1,12 @@
 """Declared operations: each endpoint states its method, path, body, query, response and
 errors once; the same declaration validates requests, serialises responses and feeds the
-OpenAPI document, so the two cannot drift apart."""
+OpenAPI document, so the two cannot drift apart.
+
+A route also declares what its path names: `params`, a path model, and `resolve`, a
+`Resolver` that turns the path into the dataset or namespace the handler may touch, checked
+for the permission it needs (404 when it does not exist, 403 without access). Handlers get
+what they declared as keyword arguments and never read `request.path_params` or
+`request.state` (docs/architecture.md, "Adding a route")."""
 
 from __future__ import annotations
 
@@ -8,21 +14,127 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import from_json
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError, from_json
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from datawell.agents.server import AgentServer
 from datawell.api.errors import validation_error
 from datawell.errors import InvalidInput, SubError, UnsupportedMediaType
+from datawell.mcp.server import McpServer
+from datawell.runs import Runs
+from datawell.services import Services
+from datawell.storage.access import NamespaceRef, Permission, authorize
+from datawell.storage.datasets import DatasetRef, get_dataset
 from datawell.storage.tables import User
-from datawell.storage.tokens import TokenAuthority
 
 Endpoint = Callable[..., Awaitable[Any]]
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", bound="PathModel")
+T = TypeVar("T")
+N = TypeVar("N", bound="NamespaceNamed")
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a handler reaches besides its request, set up once by the lifespan
+    (`datawell.app`): the services, the graph runs, the A2A agents, the MCP server and the
+    OpenAPI document. The one way to them."""
+
+    services: Services
+    runs: Runs
+    agents: AgentServer
+    mcp: McpServer
+    openapi: dict[str, Any]
+
+    @classmethod
+    def of(cls, request: Request) -> Context:
+        context: Context = request.state.context
+        return context
+
+
+class PathModel(BaseModel):
+    """The parameters of a path, camelCase in the path and snake_case in Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+def uuid_in_path(what: str) -> AfterValidator:
+    """Validates a path parameter holding an id as a canonical UUID (422 `invalid <what> id`
+    otherwise): `ingestion_id: Annotated[str, uuid_in_path("ingestion")]`."""
+
+    def canonical(raw: str) -> str:
+        try:
+            return str(uuid.UUID(raw))
+        except ValueError:
+            raise PydanticCustomError("uuid_parsing", "{raw} is not a UUID", {"raw": repr(raw), "what": what}) from None
+
+    return AfterValidator(canonical)
+
+
+class NamespaceNamed(PathModel):
+    """A path naming a namespace by its name alone: one of the caller's."""
+
+    namespace: str
+
+    def owner_for(self, user: User) -> str:
+        return user.username
+
+
+class NamespacePath(NamespaceNamed):
+    """A path naming a namespace as `{username}/{namespace}` (the username owns it)."""
+
+    username: str
+
+    def owner_for(self, user: User) -> str:
+        return self.username
+
+
+class DatasetPath(NamespacePath):
+    dataset_name: str
+
+
+@dataclass(frozen=True)
+class Resolver(Generic[P, T]):
+    """Turns a route's path into what its handler works on, checked for the caller: the
+    handler receives it as the keyword `name`."""
+
+    name: str
+    path: type[P]
+    resolve: Callable[[Context, User, P], Awaitable[T]]
+
+
+def namespace_for(wanted: Permission, path: type[N]) -> Resolver[N, NamespaceRef]:
+    """The namespace the path names: 404 if it does not exist, 403 without `wanted`."""
+
+    async def resolve(ctx: Context, user: User, named: N) -> NamespaceRef:
+        async with ctx.services.db.read() as session:
+            return await authorize(session, user, named.owner_for(user), named.namespace, wanted)
+
+    return Resolver("namespace", path, resolve)
+
+
+def dataset_for(wanted: Permission) -> Resolver[DatasetPath, DatasetRef]:
+    """The dataset `{username}/{namespace}/{datasetName}` (the username owns the namespace):
+    404 if either does not exist, 403 without `wanted` on the namespace."""
+
+    async def resolve(ctx: Context, user: User, path: DatasetPath) -> DatasetRef:
+        async with ctx.services.db.read() as session:
+            namespace = await authorize(session, user, path.owner_for(user), path.namespace, wanted)
+            return await get_dataset(session, namespace, path.dataset_name)
+
+    return Resolver("dataset", DatasetPath, resolve)
+
+
+READABLE_NAMESPACE = namespace_for(Permission.READ, NamespacePath)
+WRITABLE_NAMESPACE = namespace_for(Permission.WRITE, NamespacePath)
+READABLE_DATASET = dataset_for(Permission.READ)
+WRITABLE_DATASET = dataset_for(Permission.WRITE)
 
 
 @dataclass(frozen=True)
@@ -44,12 +156,13 @@ class Operation:
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
+    params: type[PathModel] | None = None  # the handler gets it as `path`
+    resolve: Resolver[Any, Any] | None = None  # the handler gets what it resolves as `resolve.name`
 
 
-async def current_user(request: Request) -> User:
+async def current_user(request: Request, ctx: Context) -> User:
     """The caller named by the bearer token (401 without a valid one)."""
-    authority: TokenAuthority = request.state.services.tokens
-    user = await authority.authenticate(request.headers.get("authorization"))
+    user = await ctx.services.tokens.authenticate(request.headers.get("authorization"))
     request.scope["user"] = user
     return user
 
@@ -63,6 +176,9 @@ class Router:
 
     def operation(self, method: str, path: str, *, summary: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
         def register(endpoint: Endpoint) -> Endpoint:
+            params, resolve = options.get("params"), options.get("resolve")
+            # The path is parsed once, with `params` when both are declared; the resolver reads its part.
+            assert params is None or resolve is None or issubclass(params, resolve.path), endpoint
             errors = tuple(options.pop("errors", ()))
             if not options.get("public"):
                 errors = tuple(sorted({401, *errors}))
@@ -116,16 +232,25 @@ def _dispatch(
 def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     response_adapter = TypeAdapter(op.response) if op.response is not None else None
 
+    path_model = op.params or (op.resolve.path if op.resolve is not None else None)
+
     async def handle(request: Request) -> Response:
-        kwargs: dict[str, Any] = {}
         refuse_nul(request.path_params, "path")
         refuse_nul(request.query_params, "query")
+        ctx = Context.of(request)
+        kwargs: dict[str, Any] = {"ctx": ctx}
         if not op.public:
-            kwargs["user"] = await current_user(request)
+            kwargs["user"] = await current_user(request, ctx)
         if op.query is not None:
             kwargs["query"] = parse_query(request, op.query)
         if op.body is not None:
             kwargs["body"] = await parse_body(request, op.body)
+        if path_model is not None:
+            path = parse_path(request, path_model)
+            if op.params is not None:
+                kwargs["path"] = path
+            if op.resolve is not None:
+                kwargs[op.resolve.name] = await op.resolve.resolve(ctx, kwargs["user"], path)
         result = await op.endpoint(request, **kwargs)
         if isinstance(result, Response):
             return result
@@ -182,12 +307,12 @@ def parse_query(request: Request, model: type[M]) -> M:
         raise validation_error(exc, prefix="query") from None
 
 
-def path_uuid(request: Request, name: str, what: str) -> str:
-    """The path parameter `name` as a canonical UUID; 422 naming it when it is none."""
-    raw = request.path_params[name]
+def parse_path(request: Request, model: type[P]) -> P:
     try:
-        return str(uuid.UUID(raw))
-    except ValueError:
+        return model.model_validate(request.path_params)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        what = (error.get("ctx") or {}).get("what", "path")
         raise InvalidInput(
-            f"invalid {what} id", sub_errors=[SubError("uuid_parsing", f"{name}: {raw!r} is not a UUID")]
+            f"invalid {what} id", sub_errors=[SubError(error["type"], f"{error['loc'][0]}: {error['msg']}")]
         ) from None

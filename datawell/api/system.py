@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from datawell import __version__
-from datawell.api.routing import Router
+from datawell.api.routing import Context, Router
 from datawell.api.urls import public_base_url
 
 router = Router("system")
@@ -21,14 +21,14 @@ class Health(BaseModel):
 
 
 @router.operation("GET", "/health", summary="Liveness and database reachability", response=Health, public=True)
-async def health(request: Request) -> Health:
+async def health(request: Request, ctx: Context) -> Health:
     """Reports whether the service and its metadata database answer."""
-    async with request.state.services.db.session() as session:
+    async with ctx.services.db.session() as session:
         await session.execute(text("SELECT 1"))
-    return Health(status="ok", version=__version__, database=request.state.services.db.dialect)
+    return Health(status="ok", version=__version__, database=ctx.services.db.dialect)
 
 
 @router.operation("GET", "/api/v1/openapi.json", summary="This OpenAPI document", public=True)
-async def openapi(request: Request) -> JSONResponse:
+async def openapi(request: Request, ctx: Context) -> JSONResponse:
     """The OpenAPI 3.1 document of every REST route."""
-    return JSONResponse({**request.app.state.openapi, "servers": [{"url": public_base_url(request)}]})
+    return JSONResponse({**ctx.openapi, "servers": [{"url": public_base_url(request, ctx.services.settings)}]})

@@ -9,17 +9,15 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from datawell.api.routing import Router
+from datawell.api.routing import WRITABLE_DATASET, Context, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
-from datawell.services import PART_PATH, Services
-from datawell.storage.access import Permission, authorize
-from datawell.storage.datasets import DatasetRef, get_dataset
+from datawell.services import PART_PATH
+from datawell.storage.datasets import DatasetRef
 from datawell.storage.ingestions import enqueue
 from datawell.storage.objects import LocalObjectStore, ObjectStore, StoredPart, normalize_etag, part_size_error
 from datawell.storage.tables import Upload, User, utcnow
@@ -120,14 +118,6 @@ class PartReceipt(ApiModel):
     etag: str
 
 
-async def writable_dataset(request: Request, session: AsyncSession, user: User) -> DatasetRef:
-    """The dataset of the path, if the caller may write its namespace (the path's username is
-    the namespace's owner): 404 if either does not exist, 403 without write access."""
-    params = request.path_params
-    namespace = await authorize(session, user, params["username"], params["namespace"], Permission.WRITE)
-    return await get_dataset(session, namespace, params["datasetName"])
-
-
 @router.operation(
     "POST",
     MULTIPART_PATH + "/prepare",
@@ -135,14 +125,15 @@ async def writable_dataset(request: Request, session: AsyncSession, user: User) 
     body=PrepareRequest,
     response=PrepareResponse,
     errors=(403, 404, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def prepare(request: Request, user: User, body: PrepareRequest) -> PrepareResponse:
+async def prepare(
+    request: Request, ctx: Context, user: User, body: PrepareRequest, dataset: DatasetRef
+) -> PrepareResponse:
     """Opens a multipart upload into the dataset and returns one presigned URL per 8 MiB part.
     PUT each part's bytes to its URL, then call complete (or abort). Needs write access to the
     namespace; a file larger than 10000 parts is refused with 422."""
-    services: Services = request.state.services
-    async with services.db.session() as session:
-        dataset = await writable_dataset(request, session, user)
+    services = ctx.services
     if body.size > MAX_SIZE:
         raise InvalidInput(
             f"the file is too large: the maximum size is {MAX_SIZE} bytes ({MAX_PARTS} parts of {PART_SIZE} bytes)",
@@ -161,7 +152,8 @@ async def prepare(request: Request, user: User, body: PrepareRequest) -> Prepare
         key=key,
         part_size=PART_SIZE,
         presigned_urls=[
-            PresignedPart(url=absolute(request, url), size=size) for url, size in zip(urls, sizes, strict=True)
+            PresignedPart(url=absolute(request, services.settings, url), size=size)
+            for url, size in zip(urls, sizes, strict=True)
         ],
         expires_at=expires_at,
     )
@@ -174,13 +166,13 @@ async def prepare(request: Request, user: User, body: PrepareRequest) -> Prepare
     body=AbortRequest,
     response=AbortResponse,
     errors=(403, 404, 409, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def abort(request: Request, user: User, body: AbortRequest) -> AbortResponse:
+async def abort(request: Request, ctx: Context, user: User, body: AbortRequest, dataset: DatasetRef) -> AbortResponse:
     """Aborts an open upload and deletes every part stored so far. 409 if the upload is
     already completed or aborted."""
-    services: Services = request.state.services
+    services = ctx.services
     async with services.db.session() as session:
-        dataset = await writable_dataset(request, session, user)
         upload = await get_upload(session, dataset, body.upload_id, body.key)
         check_open(upload)
     await abort_upload(services.db, services.objects, upload)
@@ -195,17 +187,19 @@ async def abort(request: Request, user: User, body: AbortRequest) -> AbortRespon
     response=CompleteResponse,
     status=202,
     errors=(403, 404, 409, 415, 422),
+    resolve=WRITABLE_DATASET,
 )
-async def complete(request: Request, user: User, body: CompleteRequest) -> CompleteResponse:
+async def complete(
+    request: Request, ctx: Context, user: User, body: CompleteRequest, dataset: DatasetRef
+) -> CompleteResponse:
     """Checks that every part is stored with its exact size (and, when `parts` is given, its
     ETag), assembles the object and queues an ingestion attempt for it. Answers 202 with the
     ingestion's id; follow it in the dataset's ingestion attempts. 422 names missing or
     wrong parts (the upload stays open, so they can be sent again); 409 if the upload is not
     open. An upload whose completion died half-way (no answer came) can be completed again
     once the completion lease has passed."""
-    services: Services = request.state.services
+    services = ctx.services
     async with services.db.session() as session:
-        dataset = await writable_dataset(request, session, user)
         upload = await get_upload(session, dataset, body.upload_id, body.key)
         retaken = await start_completing(session, upload)
     try:
@@ -302,12 +296,12 @@ def number_ranges(numbers: list[int]) -> str:
     public=True,
     errors=(403, 404, 409, 422),
 )
-async def put_part(request: Request, query: PartQuery) -> Response:
+async def put_part(request: Request, ctx: Context, query: PartQuery) -> Response:
     """The presigned part URLs of the local object store point here. The request body is the
     part's raw bytes, exactly the `size` prepare announced; no bearer token is needed, the
     URL's signature authenticates it. Answers with the part's ETag (header and body). A
     forged or expired URL is 403, a body of another size 422; neither stores anything."""
-    services: Services = request.state.services
+    services = ctx.services
     store = services.objects
     if not isinstance(store, LocalObjectStore):
         raise NotFound("part URLs are served by the object store, not by this service")

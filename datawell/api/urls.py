@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
+from datawell.config import Settings
 
-def public_base_url(request: Request) -> str:
+
+def public_base_url(request: Request, settings: Settings) -> str:
     """The service's base address, without a trailing slash (no `/api/v1`)."""
-    configured: str | None = request.state.services.settings.public_base_url
-    return (configured or str(request.base_url)).rstrip("/")
+    return (settings.public_base_url or str(request.base_url)).rstrip("/")
 
 
-def absolute(request: Request, url: str) -> str:
+def absolute(request: Request, settings: Settings, url: str) -> str:
     """`url` as is when it is already absolute (an S3 presigned URL), else on the public base."""
-    return url if "://" in url else public_base_url(request) + url
+    return url if "://" in url else public_base_url(request, settings) + url

@@ -84,6 +84,18 @@ def allows(held: Permission | None, wanted: Permission) -> bool:
     return held is Permission.WRITE or (held is Permission.READ and wanted is Permission.READ)
 
 
+async def require_seen(
+    session: AsyncSession, user: User, namespace: NamespaceRef, wanted: Permission, missing: NotFound
+) -> None:
+    """For something found by its id in `namespace`: `missing` (404) when `user` cannot even
+    read the namespace, so its existence does not leak; 403 when they may read but want write."""
+    held = await permission_of(session, user, namespace)
+    if held is None:
+        raise missing
+    if not allows(held, wanted):
+        raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
+
+
 async def namespace_named(session: AsyncSession, owner: str, name: str) -> NamespaceRef:
     """The namespace `owner/name`; 404 if it does not exist."""
     namespace = await find_namespace(session, owner, name)
