@@ -53,7 +53,9 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
         for op in ops:
             paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
     _no_nul(schemas)
-    _no_nul([p for ops in paths.values() for op in ops.values() for p in op.get("parameters", []) if p["in"] != "header"])
+    _no_nul(
+        [p for ops in paths.values() for op in ops.values() for p in op.get("parameters", []) if p["in"] != "header"]
+    )
     _no_nul([op.get("requestBody", {}) for ops in paths.values() for op in ops.values()])
     return {
         "openapi": "3.1.0",
