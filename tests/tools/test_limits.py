@@ -28,7 +28,7 @@ SLOW_REPLACE = (
 )
 SLOW_TRIM = (
     "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || s FROM r WHERE length(s) < 200000) "
-    "SELECT length(trim(s || s || s, replace(s, 'a', 'b') || 'a')) AS p FROM r WHERE length(s) > 200000"
+    "SELECT length(trim(s || s || s || 'c', 'b' || s)) AS p FROM r WHERE length(s) > 200000"
 )
 SLOW_LIKE = (
     "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || s FROM r WHERE length(s) < 500000) "
