@@ -17,6 +17,7 @@ from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
+from datawell.graphs.tokens import prompt_tokens
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import MatchType, active_links
 from datawell.prompts import PromptLibrary
@@ -201,6 +202,13 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
+    if budget and spent + (needed := prompt_tokens(messages)) > budget:
+        return settle(
+            state,
+            {
+                "error": f"the prompt (about {needed:,} tokens) would pass the run's token budget ({budget - spent:,} left)"
+            },
+        )
     columns = state.get("columns", []) if deps.name_columns else []
     reply = await ask_structured(deps.models.for_stage("query", runtime.context.choices), QueryDraft, messages, columns)
     attempts += 1
