@@ -32,6 +32,7 @@ from datawell.api import (
 )
 from datawell.api import metrics as metrics_api
 from datawell.api import runs as run_api
+from datawell.api.bodies import BodyLimit
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Context, Router
@@ -45,7 +46,7 @@ from datawell.mcp.server import McpServer
 from datawell.observability import tracing
 from datawell.observability.http import RequestMetrics
 from datawell.runs import Runs
-from datawell.services import API_PREFIX, Overrides, Services, build_services
+from datawell.services import API_PREFIX, PART_PATH, Overrides, Services, build_services
 
 API_ROUTERS: list[Router] = [
     datasets.router,
@@ -118,7 +119,10 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         # RequestMetrics innermost: it reads the route the router leaves in the scope, and
         # ConsoleCookies hands on a copy of the scope.
-        middleware=[Middleware(ConsoleCookies, api_prefix=API_PREFIX)]
+        middleware=[
+            Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
+            Middleware(ConsoleCookies, api_prefix=API_PREFIX),
+        ]
         + ([Middleware(RequestMetrics)] if settings.metrics != "off" else []),
     )
     if tracing.enabled(settings) or spans is not None:

@@ -102,6 +102,24 @@ class Settings(BaseSettings):
     query_max_row_bytes: int = Field(1 << 20, ge=1024, description="Largest result row (and SQLite string).")
     query_max_result_bytes: int = Field(16 << 20, ge=1024, description="Results are cut past this many bytes.")
     query_work_mem_mb: int = Field(16, ge=1, description="PostgreSQL work_mem of a query's transaction.")
+    query_temp_file_mb: int = Field(
+        1024,
+        ge=1,
+        description="PostgreSQL temp_file_limit of a query's transaction (set when the service's role is "
+        "a superuser; else an administrator sets it, see docs/query-language.md).",
+    )
+    query_concurrency: int = Field(
+        4,
+        ge=1,
+        description="Queries running at once on the rows database; a caller running one waits while others wait.",
+    )
+    query_max_nesting: int = Field(
+        100, ge=8, le=200, description="Deepest nesting of parentheses, subqueries, CASE and NOT in a query."
+    )
+    query_max_built_chars: int = Field(
+        10_000, ge=1, description="Longest string lpad()/rpad() may build in a query (a larger literal is refused)."
+    )
+    query_max_semantic: int = Field(10, ge=1, description="semantic() calls one query may make.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
     query_name_columns: bool = Field(
         False,
@@ -130,11 +148,27 @@ class Settings(BaseSettings):
     query_few_shot: int = Field(
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )
+    query_few_shot_checks: int = Field(
+        12,
+        ge=1,
+        description="Most similar verified examples checked per question for the few-shot list; "
+        "ones the caller cannot run are skipped, and no more are looked at.",
+    )
     schema_prune_tables: int = Field(
         6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
     )
     schema_prune_columns: int = Field(60, ge=1, description="...or with more columns than this, in all its tables.")
     schema_prune_keep: int = Field(6, ge=1, description="At most this many tables in a pruned catalog.")
+
+    # Requests
+    max_request_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body (the local store's part uploads aside); past it, 422.",
+    )
+    max_question_chars: int = Field(
+        8000, ge=100, description="Longest question (ask, autorag, build-specs, A2A/MCP messages); past it, 422."
+    )
 
     # Assistant budgets
     max_steps: int = 5

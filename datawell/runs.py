@@ -39,7 +39,7 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
-from datawell.errors import DatawellError, InternalError, NotFound, QueryError, QueryRefused
+from datawell.errors import DatawellError, InternalError, InvalidInput, NotFound, QueryError, QueryRefused, SubError
 from datawell.graphs.assistant.graph import build_graph as build_assistant_graph
 from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.assistant.state import AssistantContext, CallerContext
@@ -129,6 +129,7 @@ class Runs:
         self.services = services
 
     async def start_nl2ql(self, request: AskRequest) -> Run:
+        self._check_question(request.question)
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "query")
         run_id = new_id()
@@ -138,6 +139,7 @@ class Runs:
         )
 
     async def start_assistant(self, request: AskRequest) -> Run:
+        self._check_question(request.question)
         await self._require(request.user, request.namespace, Permission.READ)
         self._check_models(request.choices, "plan", "query", "answer")
         ticket = self._enter(request.user)  # before the conversation: a refused run leaves none
@@ -328,6 +330,14 @@ class Runs:
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:
             await require(session, user, namespace, wanted)
+
+    def _check_question(self, question: str) -> None:
+        most = self.services.settings.max_question_chars
+        if len(question) > most:
+            text = (
+                f"the question is {len(question):,} characters long; the limit is {most:,} (setting max_question_chars)"
+            )
+            raise InvalidInput(text, sub_errors=[SubError("question_too_long", text)])
 
     def _check_models(self, choices: StageChoices, *stages: Stage) -> None:
         for stage in stages:

@@ -21,6 +21,7 @@ from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStor
 from datawell.storage.rows import RowStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
+from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import QueryTools
 
@@ -123,6 +124,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
             max_row_bytes=settings.query_max_row_bytes,
             max_result_bytes=settings.query_max_result_bytes,
             work_mem_mb=settings.query_work_mem_mb,
+            temp_file_mb=settings.query_temp_file_mb,
+            concurrency=settings.query_concurrency,
+            caps=Caps(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic),
         )
         await query_tools.start()
     return Services(
@@ -137,7 +141,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         objects=build_object_store(settings, secret),
         query_tools=query_tools,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
-        examples=VerifiedExamples(db, query_tools),
+        examples=VerifiedExamples(db, query_tools, settings.query_few_shot_checks),
         scheduler=build_scheduler(settings),
     )
 

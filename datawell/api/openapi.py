@@ -53,6 +53,11 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
     for prefix, ops in mounted:
         for op in ops:
             paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
+    _no_nul(schemas)
+    _no_nul(
+        [p for ops in paths.values() for op in ops.values() for p in op.get("parameters", []) if p["in"] != "header"]
+    )
+    _no_nul([op.get("requestBody", {}) for ops in paths.values() for op in ops.values()])
     return {
         "openapi": "3.1.0",
         "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
@@ -68,6 +73,25 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
             },
         },
     }
+
+
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _no_nul(node: Any) -> None:
+    """Every string in `node` (schemas, parameters) says what routing refuses: NUL characters."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if item.get("type") == "string" and not {"enum", "const", "format"} & item.keys():
+                if "pattern" in item:
+                    item.setdefault("not", {"pattern": "\\u0000"})
+                else:
+                    item["pattern"] = NO_NUL
+            stack.extend(item.values())
 
 
 def _models(operations: list[Operation]) -> list[type[BaseModel]]:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, from_json
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -254,6 +255,8 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
     path_model = op.params or (op.resolve.path if op.resolve is not None else None)
 
     async def handle(request: Request) -> Response:
+        refuse_nul(request.path_params, "path")
+        refuse_nul(request.query_params, "query")
         ctx = Context.of(request)
         kwargs: dict[str, Any] = {"ctx": ctx}
         if not op.public:
@@ -297,6 +300,9 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()
+    if b"\\u0000" in raw:  # only the JSON escape can put a NUL in a string
+        with suppress(ValueError):  # not JSON: the validation below says so
+            refuse_nul({"body": from_json(raw)}, "")
     try:
         return model.model_validate_json(raw or b"null", strict=True)
     except ValidationError as exc:
@@ -306,6 +312,22 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
                 "the body is not valid JSON", sub_errors=[SubError("invalid_json", invalid[0])]
             ) from None
         raise validation_error(exc) from None
+
+
+def refuse_nul(values: Any, path: str) -> None:
+    """422 naming the first field with a NUL character: PostgreSQL stores none, in text or JSON."""
+    stack: list[tuple[str, Any]] = [(path, values)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                text = f"{where}: NUL characters (\\u0000) are not allowed"
+                raise InvalidInput("the request is invalid", sub_errors=[SubError("nul_character", text)])
+        elif isinstance(value, dict) or hasattr(value, "items"):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+            stack.extend((f"{where} key", k) for k in value)
+        elif isinstance(value, list):
+            stack.extend((f"{where}.{i}", v) for i, v in enumerate(value))
 
 
 def parse_query(request: Request, model: type[M]) -> M:

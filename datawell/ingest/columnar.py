@@ -67,6 +67,8 @@ class ArrowCsv:
                         # Bytes bound characters from above: count characters only past the limit.
                         if _longest(column, pc.binary_length) > limit and _longest(column, pc.utf8_length) > limit:
                             raise Fallback
+                        if pc.any(pc.match_substring(column, "\x00")).as_py():  # the line-by-line reader names its line
+                            raise Fallback
                     block = block.rename_columns([fields[n] for n in block.schema.names])
                     position = raw.tell()
                     for start in range(0, block.num_rows, size):

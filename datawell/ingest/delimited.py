@@ -85,6 +85,11 @@ class CsvTable:
                             f"line {start}: expected {width} fields as in the header, found {len(record)} "
                             f"(separator {self.delimiter!r}; a field containing it must be quoted)"
                         )
+                    if any("\x00" in cell for cell in record):
+                        raise IngestionFailed(
+                            f"line {start}: a field holds a NUL character (\\0), which the stores cannot keep; "
+                            "remove it and upload the file again"
+                        )
                     batch.rows.append(record)
                     batch.locations.append(start)
                     if len(batch.rows) >= size:

@@ -40,9 +40,12 @@ class Example:
 class VerifiedExamples:
     """The examples of a namespace, as the caller may use them."""
 
-    def __init__(self, db: Database, checker: QueryChecker) -> None:
+    def __init__(self, db: Database, checker: QueryChecker, max_checks: int = 12) -> None:
         self.db = db
         self.checker = checker
+        # Each check is a parse and a catalogue lookup: a namespace of a thousand examples its
+        # caller cannot run made every question wait seconds for them all.
+        self.max_checks = max_checks
 
     async def exact(self, user: User, namespace: NamespaceRef, question: str) -> Example | None:
         """The example whose question is this one (ignoring case, spacing and trailing
@@ -54,7 +57,8 @@ class VerifiedExamples:
         return Example.of(record)
 
     async def similar(self, user: User, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]:
-        """Up to `k` examples, the most similar question first, whose queries the caller may run."""
+        """Up to `k` examples, the most similar question first, whose queries the caller may run,
+        from the `max_checks` most similar."""
         if k <= 0:
             return []
         async with self.db.read() as session:
@@ -64,7 +68,7 @@ class VerifiedExamples:
             question_key(question), [r.question_key for r in records], scorer=fuzz.token_sort_ratio, limit=None
         )
         found: list[Example] = []
-        for _key, _score, index in ranked:
+        for _key, _score, index in ranked[: self.max_checks]:
             if len(found) == k:
                 break
             if await self._runnable(user, namespace, records[index].query):

@@ -10,6 +10,7 @@ lets it read only the tables the checker resolved, under time and size limits.""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,10 +23,19 @@ from datawell.storage.rows import RowStore
 from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS, VectorStore
 from datawell.tools.catalog import Catalog, TableInfo, table_info, with_contents
-from datawell.tools.checker import SCORE_FUNCTION, TARGETS, CompiledQuery, TableRef, compile_query, parse
+from datawell.tools.checker import (
+    DEFAULT_CAPS,
+    SCORE_FUNCTION,
+    TARGETS,
+    Caps,
+    CompiledQuery,
+    TableRef,
+    compile_query,
+    parse,
+)
 from datawell.tools.resolver import TableResolver, require_read
 from datawell.tools.results import dataset_stub, missing_table, query_error, result_row
-from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, open_sandbox
+from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, Statement, open_sandbox
 
 # Size limits when the caller gives none (settings `query_max_row_bytes`, `query_max_result_bytes`).
 MAX_ROW_BYTES = 1 << 20
@@ -75,6 +85,9 @@ class QueryTools:
         max_row_bytes: int = MAX_ROW_BYTES,
         max_result_bytes: int = MAX_RESULT_BYTES,
         work_mem_mb: int = WORK_MEM_MB,
+        temp_file_mb: int = 1024,
+        concurrency: int = 4,
+        caps: Caps = DEFAULT_CAPS,
     ) -> None:
         self.db = db
         self.rows = rows
@@ -84,7 +97,10 @@ class QueryTools:
         self.time_limit_seconds = time_limit_seconds
         self.semantic_hits = semantic_hits or row_cap  # nearest rows semantic() scores; the rest score 0
         self.target = TARGETS[rows.dialect]
-        self.limits = Limits(time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb)
+        self.limits = Limits(
+            time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb, temp_file_mb, concurrency
+        )
+        self.caps = caps
 
     @property
     def sandbox(self) -> Sandbox:
@@ -137,7 +153,7 @@ class QueryTools:
         cap than the service's (an export reads every row)."""
         async with self.db.session() as session:
             await require_read(session, user, namespace)
-            parsed = parse(query)
+            parsed = parse(query, self.caps)
             resolver = TableResolver(session, user, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
@@ -154,7 +170,13 @@ class QueryTools:
     async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
         with observe_query(query) as observed:
             compiled = await self.prepare(user, namespace, query)
-            fetched = await self.execute(compiled, await self.search(compiled))
+            # The time limit covers the vector searches too: a query may call semantic() many times.
+            deadline = time.monotonic() + self.time_limit_seconds
+            try:
+                hits = await self.search(compiled, deadline)
+            except Refusal as refusal:
+                raise query_error(refusal, compiled, self.time_limit_seconds) from None
+            fetched = await self.execute(compiled, hits, caller=str(user.id), deadline=deadline)
             truncated = fetched.cut or len(fetched.records) > self.row_cap
             rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
             observed.rows, observed.truncated = len(rows), truncated
@@ -172,14 +194,18 @@ class QueryTools:
             pending = await embedding_incomplete(session, list(searched))
         return tuple(sorted("/".join(searched[d].coordinate().values()) for d in pending))
 
-    async def search(self, compiled: CompiledQuery) -> SemanticHits:
-        """Each semantic() search's nearest rows, in the form the compiled SQL takes them."""
+    async def search(self, compiled: CompiledQuery, deadline: float) -> SemanticHits:
+        """Each semantic() search's nearest rows, in the form the compiled SQL takes them;
+        raises a time Refusal when `deadline` (`time.monotonic()`) passes. The local vector
+        store searches without yielding, so the deadline is checked between searches."""
         hits = SemanticHits()
         if not compiled.searches:
             return hits
         texts = list(dict.fromkeys(s.text for s in compiled.searches))
         vectors = dict(zip(texts, await self.embedder.embed(texts), strict=True))
         for index, search in enumerate(compiled.searches):
+            if time.monotonic() > deadline:
+                raise Refusal("semantic() searches took the whole time", "time")
             found = await self.vectors.search(ROWS, search.table.dataset_id, vectors[search.text], self.semantic_hits)
             scores = {h.id: h.score for h in found}
             if compiled.target == "postgres":
@@ -189,15 +215,26 @@ class QueryTools:
                 hits.functions[f"{SCORE_FUNCTION}{index}"] = scores
         return hits
 
-    async def execute(self, compiled: CompiledQuery, hits: SemanticHits | None = None) -> Fetched:
-        """Run compiled SQL in the sandbox, reading only `compiled.tables`; database refusals
-        become QueryErrors."""
+    async def execute(
+        self,
+        compiled: CompiledQuery,
+        hits: SemanticHits | None = None,
+        *,
+        caller: str = "",
+        deadline: float | None = None,
+    ) -> Fetched:
+        """Run compiled SQL in the sandbox, reading only `compiled.tables`, until `deadline`
+        (`time.monotonic()`; default: the time limit from now) in a turn of `caller`; database
+        refusals become QueryErrors."""
         hits = hits or SemanticHits()
+        deadline = deadline if deadline is not None else time.monotonic() + self.time_limit_seconds
         functions = {name: scores.get for name, scores in hits.functions.items()}
         physical = [t.physical for t in compiled.tables]
         for attempt in range(2):
+            seconds = max(0.001, deadline - time.monotonic())
+            statement = Statement(compiled.sql, hits.parameters, physical, functions, caller, seconds)
             try:
-                return await self.sandbox.run(compiled.sql, hits.parameters, physical, functions)
+                return await self.sandbox.run(statement)
             except Refusal as refusal:
                 if attempt == 0 and missing_table(refusal, compiled.tables):
                     # A dataset nothing was published to yet has no row table: give it an empty one.

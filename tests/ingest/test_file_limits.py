@@ -116,3 +116,11 @@ async def test_the_model_sees_a_sample_of_a_wide_file(
     [prompt] = chat_model.prompts()
     assert len(prompt) < services.settings.ingest_max_prompt_chars + 5000
     assert "- order_id: 1" in prompt and "more columns, not shown" in prompt
+
+
+async def test_a_csv_with_a_nul_fails_naming_its_line(client, services: Services, alice: Account) -> None:
+    """PostgreSQL keeps no NUL in text: the attempt used to end in "internal error"."""
+    await create_dataset(client, alice)
+    done = await ingest_one(services, "nul.csv", b"order_id,customer\n1,Ada\n2,B\x00b\n3,Cy\n")
+    assert done.status == "FAILED"
+    assert done.status_message.startswith("line 3: a field holds a NUL character")

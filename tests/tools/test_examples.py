@@ -65,3 +65,23 @@ def test_render_examples_is_few_shot_text() -> None:
         f"Question: Which orders are paid?\nQuery: {PAID}\n\nQuestion: How many orders?\nQuery: {COUNT}"
     )
     assert render_examples([]) == ""
+
+
+async def test_unrunnable_examples_cost_a_question_a_bounded_number_of_checks(services: Services, world: World) -> None:
+    """The issue: 1,000 examples nobody can run made every question check them all (2.5-5 s)."""
+    await store(services, world, [(f"Which orders are paid, take {i}?", f"SELECT x FROM gone{i}") for i in range(200)])
+    examples = services.examples
+    checked: list[str] = []
+    real = examples.checker
+
+    class Counting:
+        async def check(self, user, namespace, query):  # type: ignore[no-untyped-def]
+            checked.append(query)
+            return await real.check(user, namespace, query)
+
+    examples.checker = Counting()
+    try:
+        assert await examples.similar(world.alice, world.sales, "Which orders are paid?") == []
+    finally:
+        examples.checker = real
+    assert len(checked) == examples.max_checks == 12

@@ -98,6 +98,12 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         examples=examples,
         question=state["question"],
     )
+    budget = deps.budgets.max_tokens_per_run
+    if budget and (needed := tokens.prompt_tokens(messages)) > budget:
+        refusal = (
+            f"The question's prompt (about {needed:,} tokens) is larger than the run's token budget of {budget:,}."
+        )
+        return plan_update(namespace, examples, [], refusal, refusal, 0, [])
     columns = namespace.columns if deps.query.name_columns else []
     reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages, columns)
     output = reply.parsed

@@ -19,6 +19,7 @@ from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, Re
 from datawell.graphs.nl2ql.voting import run_candidates, sampling, vote
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
+from datawell.graphs.tokens import prompt_tokens
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import MatchType, active_links
 from datawell.prompts import PromptLibrary
@@ -216,6 +217,13 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         question=state["question"],
         feedback=f"\n{feedback}" if feedback else "",
     )
+    if budget and spent + (needed := prompt_tokens(messages)) > budget:
+        return settle(
+            state,
+            {
+                "error": f"the prompt (about {needed:,} tokens) would pass the run's token budget ({budget - spent:,} left)"
+            },
+        )
     columns = state.get("columns", []) if deps.name_columns else []
     model = deps.models.for_stage("query", runtime.context.choices)
     # --- issue 27: k query candidates at once, run, and voted on by their results (nl2ql/voting.py) ---

@@ -16,6 +16,7 @@ types shared by the rest), `survey` (parse, allow-list, table scopes), `compile`
 tables, row metadata, the row cap), `columns`, `semantic`, `dialects` (spellings per store)."""
 
 from datawell.tools.checker.allowed import (
+    DEFAULT_CAPS,
     FUNCTION_NAMES,
     ID_COLUMN,
     INTERNAL_FIELDS,
@@ -24,6 +25,7 @@ from datawell.tools.checker.allowed import (
     SCORE_COLUMN,
     SCORE_FUNCTION,
     TARGETS,
+    Caps,
     CompiledQuery,
     ParsedQuery,
     SemanticSearch,
@@ -36,6 +38,7 @@ from datawell.tools.checker.compile import compile_query
 from datawell.tools.checker.survey import parse
 
 __all__ = [
+    "DEFAULT_CAPS",
     "FUNCTION_NAMES",
     "ID_COLUMN",
     "INTERNAL_FIELDS",
@@ -44,6 +47,7 @@ __all__ = [
     "SCORE_COLUMN",
     "SCORE_FUNCTION",
     "TARGETS",
+    "Caps",
     "CompiledQuery",
     "ParsedQuery",
     "SemanticSearch",

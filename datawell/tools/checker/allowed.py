@@ -28,6 +28,9 @@ INITCAP_FUNCTION = "__dw_initcap"
 LPAD_FUNCTION = "__dw_lpad"
 RPAD_FUNCTION = "__dw_rpad"
 REVERSE_FUNCTION = "__dw_reverse"
+# LIKE takes time proportional to the string's length times the pattern's, and PostgreSQL's
+# statement_timeout does not stop it: patterns are kept this short (SQLite's limit too).
+PATTERN_CHARS = 200
 CTE_PREFIX = "__dw_cte"  # every CTE runs under this name plus its number
 # Tables the databases hold besides datasets: row tables and staging tables, the stores' own
 # catalogues, and the metadata (here, LangGraph's checkpointer and Alembic's version table).
@@ -100,6 +103,19 @@ def taken_name(name: str) -> bool:
     ignores it), so that no reading of a query can mistake one for the other."""
     lowered = name.lower()
     return lowered in METADATA_TABLES or lowered.startswith(PHYSICAL_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What one query may ask of the database, checked before it runs (settings
+    `query_max_nesting`, `query_max_built_chars`, `query_max_semantic`)."""
+
+    nesting: int = 100  # deepest nesting of expressions, parentheses, NOT and subqueries
+    built_chars: int = 10_000  # longest string lpad()/rpad() may be asked for
+    semantic: int = 10  # semantic() calls in one query
+
+
+DEFAULT_CAPS = Caps()
 
 
 @dataclass(frozen=True)

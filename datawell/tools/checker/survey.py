@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.tokens import Token, TokenType
 
 from datawell.errors import QueryError, SubError
 from datawell.tools.checker.allowed import (
@@ -20,12 +21,15 @@ from datawell.tools.checker.allowed import (
     ALLOWED,
     ALLOWED_TYPES,
     CTE_PREFIX,
+    DEFAULT_CAPS,
     DIALECTS,
     FUNCTION_NAMES,
+    PATTERN_CHARS,
     QL_DIALECT,
     RESERVED_PREFIX,
     SEMANTIC,
     SQLITE_FUNCTIONS,
+    Caps,
     ParsedQuery,
     TableRef,
     did_you_mean,
@@ -33,15 +37,21 @@ from datawell.tools.checker.allowed import (
     taken_name,
 )
 
+_OPENS = {TokenType.L_PAREN: TokenType.R_PAREN, TokenType.L_BRACKET: TokenType.R_BRACKET, TokenType.CASE: TokenType.END}
+_CLOSES = set(_OPENS.values())
 
-def parse(text: str) -> ParsedQuery:
+
+def parse(text: str, caps: Caps = DEFAULT_CAPS) -> ParsedQuery:
     """Exactly one SELECT (or WITH/UNION of SELECTs) built only from allowed expressions."""
     if not text.strip():
         raise refuse("the query is empty", "empty_query")
     dialect = DIALECTS[QL_DIALECT]
     try:
         tokens = dialect.tokenize(text)
+        _refuse_deep_nesting(tokens, caps.nesting)
         statements = [s for s in dialect.parser().parse(tokens, text) if s is not None]
+    except RecursionError:  # something nests that `_refuse_deep_nesting` does not count
+        raise refuse("the query nests too deeply to be read", "nesting_limit") from None
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
@@ -62,16 +72,37 @@ def parse(text: str) -> ParsedQuery:
     if not isinstance(tree, exp.Select | exp.SetOperation):
         kind = (tree.key or type(tree).__name__).upper()
         raise refuse(f"only SELECT queries are allowed, not {kind}", "not_a_select")
-    return _Survey(text, tree).parsed()
+    return _Survey(text, tree, caps).parsed()
+
+
+def _refuse_deep_nesting(tokens: list[Token], most: int) -> None:
+    """The parser recurses once per level of parentheses, CASE and NOT, and runs out of stack a
+    few hundred levels down: count the levels in the tokens, before it does."""
+    open_: list[TokenType] = []
+    nots = deepest = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind in _OPENS:
+            open_.append(_OPENS[kind])
+        elif kind in _CLOSES and open_:
+            open_.pop()
+        nots = nots + 1 if kind == TokenType.NOT else 0
+        deepest = max(deepest, len(open_) + nots)
+    if deepest > most:
+        raise refuse(
+            f"the query nests {deepest} levels deep (parentheses, subqueries, CASE and NOT); the limit is {most}",
+            "nesting_limit",
+        )
 
 
 class _Survey:
     """One walk over the tree: refuse what is not allowed, note what compiling needs, and fold
     unquoted names to lower case (PostgreSQL's rule, applied on every store)."""
 
-    def __init__(self, text: str, tree: exp.Query) -> None:
+    def __init__(self, text: str, tree: exp.Query, caps: Caps) -> None:
         self.text = text
         self.tree = tree
+        self.caps = caps
         self.problems: dict[str, SubError] = {}
         self.tables: list[tuple[exp.Table, TableRef]] = []
         self.semantic: list[exp.Anonymous] = []
@@ -80,6 +111,7 @@ class _Survey:
     def parsed(self) -> ParsedQuery:
         for node in self.tree.walk():  # breadth first: a table is seen before its names are folded
             self._visit(node)
+        self._semantic_within_cap()
         if self.problems:
             raise QueryError("the query uses something that is not allowed", sub_errors=list(self.problems.values()))
         ctes = _table_scopes(self.tree)
@@ -127,6 +159,13 @@ class _Survey:
             else:
                 self._refuse("table function", "not_allowed", "table functions are not allowed in FROM")
         elif isinstance(node, exp.CTE):
+            if _recursive_union(node):
+                self._refuse(
+                    f"union {node.alias}",
+                    "recursive_union",
+                    f"WITH RECURSIVE {node.alias}: write UNION ALL and stop the recursion with a WHERE condition; "
+                    "UNION keeps every row it has seen in memory to drop repeats",
+                )
             if taken_name(node.alias):
                 self._refuse(
                     f"cte {node.alias}",
@@ -142,12 +181,62 @@ class _Survey:
             if node.this not in ALLOWED_TYPES:
                 name = node.sql(QL_DIALECT)
                 self._refuse(name, "type_not_allowed", f"type {name} is not allowed in a query")
+        elif isinstance(node, exp.Pad) and not self._pad_within_cap(node):
+            name = "lpad" if node.args.get("is_left") else "rpad"
+            self._refuse(
+                name, "argument_limit", f"{name}() builds at most {self.caps.built_chars:,} characters in a query"
+            )
+        elif isinstance(node, exp.Like | exp.ILike) and not _pattern_within_cap(node):
+            self._refuse("like", "argument_limit", f"a LIKE pattern may be at most {PATTERN_CHARS} characters long")
         elif (
             isinstance(node, ADAPTABLE)
             or (isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval))
             or (isinstance(node, exp.EQ | exp.NEQ) and isinstance(node.expression, exp.Any | exp.All))
         ):
             self.adaptable.append(node)
+
+    def _pad_within_cap(self, node: exp.Pad) -> bool:
+        """A literal length past the cap is refused; any other length is clamped to it, so one
+        call never builds a string that takes the database seconds to search."""
+        length = node.expression
+        if isinstance(length, exp.Literal) and not length.is_string:
+            return float(length.this) <= self.caps.built_chars
+        cap = exp.Literal.number(self.caps.built_chars)
+        # Not LEAST: PostgreSQL's ignores a NULL, where lpad(x, NULL) is NULL.
+        clamped = exp.Case(
+            ifs=[exp.If(this=exp.GT(this=length.copy(), expression=cap), true=cap.copy())], default=length
+        )
+        node.set("expression", exp.cast(clamped, "INT", copy=False))
+        return True
+
+    def _semantic_within_cap(self) -> None:
+        if len(self.semantic) > self.caps.semantic:
+            self._refuse(
+                "semantic",
+                "semantic_limit",
+                f"the query calls semantic() {len(self.semantic)} times; the limit is {self.caps.semantic}",
+            )
+
+
+def _pattern_within_cap(node: exp.Like | exp.ILike) -> bool:
+    """A literal pattern past the cap is refused; any other is NULL (matches nothing) past it."""
+    pattern = node.expression
+    if isinstance(pattern, exp.Literal):
+        return len(pattern.this) <= PATTERN_CHARS
+    short = exp.LTE(this=exp.Length(this=pattern.copy()), expression=exp.Literal.number(PATTERN_CHARS))
+    node.set("expression", exp.Case(ifs=[exp.If(this=short, true=pattern)]))
+    return True
+
+
+def _recursive_union(cte: exp.CTE) -> bool:
+    """A CTE of a WITH RECURSIVE that reads itself and joins its rows with UNION (not UNION ALL)."""
+    with_ = cte.parent
+    query = cte.this
+    if not (isinstance(with_, exp.With) and with_.args.get("recursive")):
+        return False
+    if not (isinstance(query, exp.Union) and query.args.get("distinct")):
+        return False
+    return any(t.name == cte.alias and not t.db for t in query.find_all(exp.Table))
 
 
 def _describe(node: exp.Expr) -> str:

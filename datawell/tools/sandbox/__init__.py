@@ -13,7 +13,10 @@ Both fetch results in growing chunks and stop at the byte caps (`collect`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import asyncio
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -29,6 +32,8 @@ class Limits:
     row_bytes: int  # a result row (and on SQLite any string or blob) larger than this is refused
     result_bytes: int  # rows past this many bytes are cut, and the result says `truncated`
     work_mem_mb: int  # PostgreSQL: memory per sort or hash before it spills to disk
+    temp_file_mb: int = 1024  # PostgreSQL: temporary files one query may write (needs a superuser service role)
+    concurrency: int = 4  # statements running at once; see `Turns`
 
 
 class Refusal(Exception):
@@ -47,15 +52,69 @@ class Fetched:
     cut: bool  # the byte cap cut the result
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One statement for a sandbox to run, and whose it is."""
+
+    sql: str
+    parameters: Sequence[Any]
+    tables: Sequence[str]  # physical names: all it may read
+    functions: Mapping[str, Callable[..., Any]]  # SQLite functions it may call besides the allowed ones
+    caller: str  # whose turn it takes (see `Turns`)
+    seconds: float  # stopped when still running this long after it starts
+
+
 class Sandbox(Protocol):
-    async def run(
-        self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
-    ) -> Fetched:
-        """Run one statement reading only `tables` (physical names); `functions` are SQLite
-        functions the statement may call besides the allowed ones."""
+    async def run(self, statement: Statement) -> Fetched:
+        """Run one statement reading only its tables, within its time and the byte caps."""
         ...
 
     async def close(self) -> None: ...
+
+
+class Turns:
+    """At most `size` statements run at once, and a caller already running one takes another
+    only while a slot is left for someone else: four slow queries of one user cannot hold every
+    connection while another user's count(*) waits behind them. Free slots go first to waiting
+    callers who run nothing, then in order of arrival."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.running: Counter[str] = Counter()
+        self.waiting: deque[tuple[str, asyncio.Future[None]]] = deque()
+
+    @asynccontextmanager
+    async def turn(self, caller: str) -> AsyncIterator[None]:
+        if self._may_start(caller) and not (self.running[caller] and self.waiting):
+            self.running[caller] += 1
+        else:
+            granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.waiting.append((caller, granted))
+            try:
+                await granted
+            except asyncio.CancelledError:
+                if granted.done() and not granted.cancelled():  # granted as it was cancelled: pass it on
+                    self._release(caller)
+                else:
+                    self.waiting.remove((caller, granted))
+                raise
+        try:
+            yield
+        finally:
+            self._release(caller)
+
+    def _may_start(self, caller: str) -> bool:
+        free = self.size - sum(self.running.values())
+        return free >= (2 if self.running[caller] and self.size > 1 else 1)
+
+    def _release(self, caller: str) -> None:
+        self.running[caller] -= 1
+        if not self.running[caller]:
+            del self.running[caller]
+        while chosen := next((w for w in self.waiting if self._may_start(w[0])), None):
+            self.waiting.remove(chosen)
+            self.running[chosen[0]] += 1
+            chosen[1].set_result(None)
 
 
 def row_size(record: Sequence[Any]) -> int:

@@ -16,12 +16,12 @@ docs/query-language.md). Query roles then cannot leave the role a query runs as.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from datawell.tools.sandbox import Fetched, Limits, Refusal, collect
+from datawell.tools.sandbox import Fetched, Limits, Refusal, Statement, Turns, collect
 
 SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
 # Run once per database at start. The catalogues list every tenant's tables, columns and roles;
@@ -40,6 +40,7 @@ class PostgresSandbox:
         self.schema = ""
         self.prefix = ""
         self.superuser = False
+        self.turns = Turns(limits.concurrency)
 
     async def start(self) -> None:
         """Check the service's role can build the wall, and close the set_config hatch."""
@@ -107,26 +108,31 @@ class PostgresSandbox:
         role = await self._role(tables)
         return [f'SET LOCAL ROLE "{role}"', f'SET LOCAL search_path = pg_catalog, "{self.schema}"']
 
-    async def run(
-        self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
-    ) -> Fetched:
+    async def run(self, statement: Statement) -> Fetched:
+        async with self.turns.turn(statement.caller):
+            return await self._run(statement)
+
+    async def _run(self, statement: Statement) -> Fetched:
         import asyncpg
 
         try:
-            role = await self._role(tables)
+            role = await self._role(statement.tables)
+            # temp_file_limit is a superuser's setting: set before the role switch, or by an
+            # administrator (docs/query-language.md).
+            temp = f"SET LOCAL temp_file_limit = '{self.limits.temp_file_mb}MB'; " if self.superuser else ""
             async with self.engine.connect() as connection:
                 pg: Any = (await connection.get_raw_connection()).driver_connection
                 # One round trip opens the transaction and sets it up; it is rolled back, never committed.
                 await pg.execute(
-                    f'BEGIN READ ONLY; SET LOCAL ROLE "{role}"; '
-                    f"SET LOCAL statement_timeout = {max(1, int(self.limits.seconds * 1000))}; "
+                    f'BEGIN READ ONLY; {temp}SET LOCAL ROLE "{role}"; '
+                    f"SET LOCAL statement_timeout = {max(1, int(statement.seconds * 1000))}; "
                     f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
                     f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
                 )
                 try:
-                    statement = await pg.prepare(sql)
-                    columns = [a.name for a in statement.get_attributes()]
-                    cursor = await statement.cursor(*parameters)
+                    prepared = await pg.prepare(statement.sql)
+                    columns = [a.name for a in prepared.get_attributes()]
+                    cursor = await prepared.cursor(*statement.parameters)
                     records, cut = await collect(cursor.fetch, self.limits)
                 finally:
                     await pg.execute("ROLLBACK")
@@ -163,6 +169,6 @@ def _refusal(exc: Exception) -> Refusal:
     lowered = message.lower()
     if "statement timeout" in lowered:
         return Refusal(message, "time")
-    if "out of memory" in lowered or "invalid memory alloc" in lowered:
+    if "out of memory" in lowered or "invalid memory alloc" in lowered or "temp_file_limit" in lowered:
         return Refusal(message, "size")
     return Refusal(message)

@@ -1,5 +1,13 @@
 """SQLite: queries run on read-only connections of their own, guarded per query by an
-authorizer (tables and functions), a progress handler (time) and a string length limit (size).
+authorizer (tables and functions), a progress handler and a watchdog (time) and a string length
+limit (size).
+
+The progress handler runs between virtual-machine steps, and a step may be slow: a function
+call over a megabyte string, a comparison in a recursive UNION. So a watchdog on the event loop
+also interrupts the connection when the time is up (SQLite checks for that within a step's
+loops), and no built-in function the authorizer allows takes more than linear time in its
+arguments: `instr`, `replace` and two-argument `trim` are replaced by linear Python versions
+(`sqlite_functions`) and LIKE patterns are kept short.
 
 aiosqlite runs each connection in a thread of its own; the connector below runs in that thread,
 so the guards are installed on the `sqlite3.Connection` before aiosqlite hands it out. They read
@@ -11,16 +19,15 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from datawell.tools.checker.allowed import CTE_PREFIX
-from datawell.tools.sandbox import Fetched, Limits, Refusal, collect, sqlite_functions
+from datawell.tools.checker.allowed import CTE_PREFIX, PATTERN_CHARS
+from datawell.tools.sandbox import Fetched, Limits, Refusal, Statement, Turns, collect, sqlite_functions
 
-POOL_SIZE = 4
 # The progress handler runs every this many virtual-machine steps (roughly a millisecond of
 # work): often enough to stop on time, rarely enough to cost nothing.
 PROGRESS_STEPS = 100_000
@@ -48,6 +55,11 @@ class _Guard:
         self.tables: frozenset[str] = frozenset()
         self.functions: frozenset[str] = frozenset()
         self.deadline = 0.0
+        self.connection: sqlite3.Connection | None = None  # for the watchdog's interrupt
+
+    def interrupt(self) -> None:
+        if self.connection is not None:
+            self.connection.interrupt()
 
     def arm(self, tables: Sequence[str], functions: Sequence[str], seconds: float) -> None:
         self.tables = frozenset(tables)
@@ -91,6 +103,7 @@ class SqliteSandbox:
         self.limits = limits
         self.idle: asyncio.Queue[_Connection] = asyncio.Queue()
         self.opened: list[_Connection] = []
+        self.turns = Turns(limits.concurrency)
 
     def _connector(self, guard: _Guard) -> Callable[[], sqlite3.Connection]:
         def connect() -> sqlite3.Connection:
@@ -99,42 +112,53 @@ class SqliteSandbox:
             connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
             connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.row_bytes)
             connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+            connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, PATTERN_CHARS)
             sqlite_functions.register(connection, self.limits.row_bytes)
             # json_each (semantic()'s list of hits) declares its table on first use, which the
             # authorizer would see as a schema change: declare it before the authorizer is on.
             connection.execute("SELECT value FROM json_each('[]')").fetchall()
             connection.set_authorizer(guard.authorize)
             connection.set_progress_handler(guard.progress, PROGRESS_STEPS)
+            guard.connection = connection
             return connection
 
         return connect
 
     async def _acquire(self) -> _Connection:
-        if self.idle.empty() and len(self.opened) < POOL_SIZE:
+        if self.idle.empty() and len(self.opened) < self.limits.concurrency:
             guard = _Guard()
             opened = _Connection(await aiosqlite.Connection(self._connector(guard), 64), guard)
             self.opened.append(opened)
             return opened
         return await self.idle.get()
 
-    async def run(
-        self, sql: str, parameters: Sequence[Any], tables: Sequence[str], functions: Mapping[str, Callable[..., Any]]
-    ) -> Fetched:
+    async def run(self, statement: Statement) -> Fetched:
+        async with self.turns.turn(statement.caller):
+            return await self._run(statement)
+
+    async def _run(self, statement: Statement) -> Fetched:
         held = await self._acquire()
         connection, guard = held.connection, held.guard
+        watchdog: asyncio.TimerHandle | None = None
         try:
-            for name, function in functions.items():
+            for name, function in statement.functions.items():
                 await connection.create_function(name, 1, function, deterministic=True)
-            guard.arm(tables, list(functions), self.limits.seconds)
-            async with connection.execute(sql, tuple(parameters)) as cursor:
+            guard.arm(statement.tables, list(statement.functions), statement.seconds)
+            watchdog = asyncio.get_running_loop().call_later(statement.seconds, guard.interrupt)
+            async with connection.execute(statement.sql, tuple(statement.parameters)) as cursor:
                 columns = [d[0] for d in cursor.description or ()]
                 records, cut = await collect(cursor.fetchmany, self.limits)  # type: ignore[arg-type]
             return Fetched(columns, records, cut)
         except sqlite3.Error as exc:
             raise _refusal(exc) from None
+        except asyncio.CancelledError:  # the caller went away: stop the statement now, not at its deadline
+            guard.interrupt()
+            raise
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             guard.disarm()
-            for name in functions:
+            for name in statement.functions:
                 await connection.create_function(name, 1, None)  # type: ignore[arg-type]  # None removes it
             self.idle.put_nowait(held)
 

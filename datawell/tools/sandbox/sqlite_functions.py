@@ -2,7 +2,12 @@
 
 Each gives NULL for a NULL argument, as PostgreSQL's do. None builds more than one character
 past the connection's string length limit: SQLite then refuses the result itself ("string or
-blob too big", a size_limit), so `lpad(x, 1000000000)` never holds more than that in memory."""
+blob too big", a size_limit), so `lpad(x, 1000000000)` never holds more than that in memory.
+
+`instr`, `replace` and two-argument `trim`/`ltrim`/`rtrim` replace SQLite's own, which take
+time proportional to the product of their arguments' lengths (`instr` of a megabyte string and a
+half-megabyte one runs for minutes, in one virtual-machine step that nothing interrupts);
+Python's string search is linear."""
 
 from __future__ import annotations
 
@@ -30,6 +35,10 @@ def register(connection: sqlite3.Connection, max_length: int) -> None:
     for name, left in ((LPAD_FUNCTION, True), (RPAD_FUNCTION, False)):
         pad = partial(_pad, left=left, most=max_length + 1)
         connection.create_function(name, 3, pad, deterministic=True)
+    connection.create_function("instr", 2, _instr, deterministic=True)
+    connection.create_function("replace", 3, partial(_replace, most=max_length + 1), deterministic=True)
+    for name, ends in (("trim", "both"), ("ltrim", "left"), ("rtrim", "right")):
+        connection.create_function(name, 2, partial(_trim, ends=ends), deterministic=True)
 
 
 def _text(value: Any) -> str:
@@ -77,3 +86,38 @@ def _pad(value: Any, length: Any, fill: Any, *, left: bool, most: int) -> str | 
         return text[:size]
     padding = (filler * ((size - len(text)) // len(filler) + 1))[: size - len(text)]
     return padding + text if left else text + padding
+
+
+def _instr(value: Any, sought: Any) -> int | None:
+    """1 + the character offset of `sought` in `value`, or 0 when it is not there."""
+    if value is None or sought is None:
+        return None
+    return _text(value).find(_text(sought)) + 1
+
+
+def _replace(value: Any, old: Any, new: Any, *, most: int) -> str | None:
+    """Every `old` in `value` replaced by `new`; a result past `most` characters is `most`
+    characters long, for SQLite to refuse, and never built in full."""
+    if value is None or old is None or new is None:
+        return None
+    text, before, after = _text(value), _text(old), _text(new)
+    if not before:
+        return text
+    if len(after) > len(before) and len(text) + text.count(before) * (len(after) - len(before)) > most:
+        return " " * most
+    return text.replace(before, after)
+
+
+def _trim(value: Any, chars: Any, *, ends: str) -> str | None:
+    """`value` without the characters of `chars` at its start, end or both."""
+    if value is None or chars is None:
+        return None
+    text, drop = _text(value), set(_text(chars))
+    start, end = 0, len(text)
+    if ends != "right":
+        while start < end and text[start] in drop:
+            start += 1
+    if ends != "left":
+        while end > start and text[end - 1] in drop:
+            end -= 1
+    return text[start:end]
