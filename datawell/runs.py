@@ -42,7 +42,7 @@ from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
 from datawell.llm.models import Stage, StageChoices
 from datawell.services import Services
-from datawell.storage.access import NamespaceRef, Permission, require
+from datawell.storage.access import Caller, NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
 from datawell.storage.tables import Conversation, User, new_id, utcnow
 from datawell.tools.pruning import PruneLimits, SchemaPruner
@@ -111,15 +111,15 @@ class Runs:
         self.services = services
 
     async def start_nl2ql(self, request: AskRequest) -> Run:
-        await self._require(request.user, request.namespace, Permission.READ)
+        caller = await self._caller(request)
         self._check_models(request.choices, "query")
-        return Run(ending_in_failure(self.nl2ql_events(request)))
+        return Run(ending_in_failure(self.nl2ql_events(request, caller)))
 
     async def start_assistant(self, request: AskRequest) -> Run:
-        await self._require(request.user, request.namespace, Permission.READ)
+        caller = await self._caller(request)
         self._check_models(request.choices, "plan", "query", "answer")
         conversation_id = await self._open_conversation(request)
-        return Run(ending_in_failure(self.assistant_events(request, conversation_id)), conversation_id)
+        return Run(ending_in_failure(self.assistant_events(request, caller, conversation_id)), conversation_id)
 
     async def start_curator(self, request: CurateRequest) -> Run:
         await self._require(request.user, request.namespace, Permission.WRITE)
@@ -129,10 +129,10 @@ class Runs:
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
         return Run(ending_in_failure(self.curator_events(request, datasets, focus)))
 
-    async def nl2ql_events(self, request: AskRequest) -> Events:
+    async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
         graph = build_query_graph(query_deps(self.services))
         context = QueryContext(
-            user=request.user,
+            caller=caller,
             namespace=request.namespace,
             choices=request.choices,
             helper_prompt=request.helper_prompt or "",
@@ -154,12 +154,12 @@ class Runs:
         if outcome.error:
             raise QueryError(outcome.error)
 
-    async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+    async def assistant_events(self, request: AskRequest, caller: Caller, conversation_id: str) -> Events:
         yield RunStarted(conversation_id=conversation_id)
         deps = assistant_deps(self.services)
         graph = build_assistant_graph(deps, await self.services.memory.saver())
         context = AssistantContext(
-            user=request.user,
+            caller=caller,
             namespace=request.namespace,
             choices=request.choices,
             helper_prompt=request.helper_prompt or "",
@@ -200,6 +200,13 @@ class Runs:
         async with aclosing(events):
             async for event in events:
                 yield event
+
+    async def _caller(self, request: AskRequest) -> Caller:
+        """The asking user's access, read once for the whole run: 403 unless they may read the namespace."""
+        async with self.services.db.read() as session:
+            caller = await Caller.of(session, request.user)
+        caller.require_read(request.namespace)
+        return caller
 
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:

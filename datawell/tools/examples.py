@@ -14,14 +14,14 @@ from typing import Protocol
 from rapidfuzz import fuzz, process
 
 from datawell.errors import Forbidden, NotFound, QueryError
-from datawell.storage.access import NamespaceRef
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.examples import find_example, list_examples, question_key
 from datawell.storage.tables import User, VerifiedExample
 
 
 class QueryChecker(Protocol):
-    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str: ...
+    async def check(self, who: Caller | User, namespace: NamespaceRef, query: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -44,16 +44,16 @@ class VerifiedExamples:
         self.db = db
         self.checker = checker
 
-    async def exact(self, user: User, namespace: NamespaceRef, question: str) -> Example | None:
+    async def exact(self, who: Caller | User, namespace: NamespaceRef, question: str) -> Example | None:
         """The example whose question is this one (ignoring case, spacing and trailing
         punctuation), if the caller may run its query; else None."""
         async with self.db.read() as session:
             record = await find_example(session, namespace, question)
-        if record is None or not await self._runnable(user, namespace, record.query):
+        if record is None or not await self._runnable(who, namespace, record.query):
             return None
         return Example.of(record)
 
-    async def similar(self, user: User, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]:
+    async def similar(self, who: Caller | User, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]:
         """Up to `k` examples, the most similar question first, whose queries the caller may run."""
         if k <= 0:
             return []
@@ -67,13 +67,13 @@ class VerifiedExamples:
         for _key, _score, index in ranked:
             if len(found) == k:
                 break
-            if await self._runnable(user, namespace, records[index].query):
+            if await self._runnable(who, namespace, records[index].query):
                 found.append(Example.of(records[index]))
         return found
 
-    async def _runnable(self, user: User, namespace: NamespaceRef, query: str) -> bool:
+    async def _runnable(self, who: Caller | User, namespace: NamespaceRef, query: str) -> bool:
         try:
-            await self.checker.check(user, namespace, query)
+            await self.checker.check(who, namespace, query)
         except (QueryError, Forbidden, NotFound):
             return False
         return True

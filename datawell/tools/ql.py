@@ -5,7 +5,11 @@ The graphs, evals and agents build against the names and signatures here.
 `QueryTools` is the one entry point: it authorises the namespace, lets `checker` parse the
 text, resolves the tables it names to datasets the caller may read, lets `checker` compile
 the rest, answers `semantic()` from the vector store and runs the SQL in the `sandbox`, which
-lets it read only the tables the checker resolved, under time and size limits."""
+lets it read only the tables the checker resolved, under time and size limits.
+
+The caller is a `storage.access.Caller`, whose access a run reads once when it starts; a
+`User` given instead (the MCP tools, the console, the evals) is read into one per call. A
+query prepared once (`prepare`) is what `run` executes."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from datawell.storage.access import NamespaceRef, readable_namespaces
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
 from datawell.storage.ingestions import embedding_incomplete
@@ -22,7 +26,7 @@ from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS, VectorStore
 from datawell.tools.catalog import Catalog, TableInfo, table_info, with_contents
 from datawell.tools.checker import SCORE_FUNCTION, TARGETS, CompiledQuery, TableRef, compile_query, parse
-from datawell.tools.resolver import TableResolver, require_read
+from datawell.tools.resolver import TableResolver
 from datawell.tools.results import dataset_stub, missing_table, query_error, result_row
 from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, open_sandbox
 
@@ -48,6 +52,9 @@ class SemanticHits:
 
     parameters: list[Any] = field(default_factory=list)
     functions: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+Who = Caller | User  # a run's caller, or a user whose access is read for this one call
 
 
 class TextEmbedder(Protocol):
@@ -103,59 +110,66 @@ class QueryTools:
             await self._sandbox.close()
             self._sandbox = None
 
-    async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
+    async def caller(self, who: Who) -> Caller:
+        if isinstance(who, Caller):
+            return who
+        async with self.db.read() as session:
+            return await Caller.of(session, who)
+
+    async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
         """Every dataset of the namespace, named as a query in that namespace names it."""
-        return await self._catalog(user, namespace, shared=False)
+        return await self._catalog(who, namespace, shared=False)
 
-    async def shared_catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
-        """The namespace's datasets, then those of every other namespace the user may read,
+    async def shared_catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
+        """The namespace's datasets, then those of every other namespace the caller may read,
         named `owner.namespace.dataset`."""
-        return await self._catalog(user, namespace, shared=True)
+        return await self._catalog(who, namespace, shared=True)
 
-    async def _catalog(self, user: User, namespace: NamespaceRef, *, shared: bool) -> Catalog:
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
+    async def _catalog(self, who: Who, namespace: NamespaceRef, *, shared: bool) -> Catalog:
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        async with self.db.read() as session:
             datasets = [(d, d.name) for d in await list_datasets(session, namespace)]
-            if shared:
-                for other in await readable_namespaces(session, user):
-                    if other.id != namespace.id:
-                        datasets += [
-                            (d, f"{other.owner}.{other.name}.{d.name}") for d in await list_datasets(session, other)
-                        ]
+            for other in caller.readable if shared else ():
+                if other.id != namespace.id:
+                    datasets += [
+                        (d, f"{other.owner}.{other.name}.{d.name}") for d in await list_datasets(session, other)
+                    ]
         tables = await with_contents(self.db, self.rows, [(d, table_info(d, name)) for d, name in datasets])
         return Catalog(namespace=namespace, tables=tables)
 
-    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str:
+    async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str:
         """The query as it will run (rewritten, transpiled); raises QueryError when refused."""
-        return (await self.prepare(user, namespace, query)).sql
+        return (await self.prepare(who, namespace, query)).sql
 
-    async def prepare(self, user: User, namespace: NamespaceRef, query: str) -> CompiledQuery:
+    async def prepare(self, who: Who, namespace: NamespaceRef, query: str) -> CompiledQuery:
         """Authorise, parse, resolve tables, compile: everything but running."""
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
-            parsed = parse(query)
-            resolver = TableResolver(session, user, namespace)
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        parsed = parse(query)
+        async with self.db.read() as session:
+            resolver = TableResolver(session, caller, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
         return compile_query(parsed, tables, self.target, self.row_cap)
 
-    async def resolve(
-        self, user: User, namespace: NamespaceRef, references: list[TableRef]
-    ) -> dict[TableRef, TableInfo]:
+    async def resolve(self, who: Who, namespace: NamespaceRef, references: list[TableRef]) -> dict[TableRef, TableInfo]:
         """The datasets behind table names, as `prepare` finds them."""
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
-            return await TableResolver(session, user, namespace).resolve(references)
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        async with self.db.read() as session:
+            return await TableResolver(session, caller, namespace).resolve(references)
 
-    async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
-        compiled = await self.prepare(user, namespace, query)
+    async def run(self, who: Who, namespace: NamespaceRef, query: str | CompiledQuery) -> QueryResult:
+        """Runs a query: its text, prepared here, or the form `prepare` gave, run as it is."""
+        compiled = query if isinstance(query, CompiledQuery) else await self.prepare(who, namespace, query)
         fetched = await self.execute(compiled, await self.search(compiled))
         truncated = fetched.cut or len(fetched.records) > self.row_cap
         rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
         incomplete = await self._embedding_incomplete(compiled)
         for row in rows if incomplete else []:
             row["__metadata"]["semanticIncomplete"] = True
-        return QueryResult(query=query, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
+        return QueryResult(query=compiled.text, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
 
     async def _embedding_incomplete(self, compiled: CompiledQuery) -> tuple[str, ...]:
         """Datasets semantic() searched while their rows' vectors are still being made."""

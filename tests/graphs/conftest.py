@@ -14,7 +14,7 @@ from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.services import Overrides, Services, build_services
-from datawell.storage.access import NamespaceRef, ensure_namespace
+from datawell.storage.access import Caller, NamespaceRef, ensure_namespace
 from datawell.storage.examples import add_example
 from datawell.storage.tables import Dataset, Link, User
 from datawell.storage.users import get_user
@@ -48,6 +48,11 @@ class Shop:
 
     user: User
     namespace: NamespaceRef
+
+    @property
+    def caller(self) -> Caller:
+        """alice as a run hands her down: her access read once (she reads only her shop)."""
+        return Caller(self.user.id, self.user.username, (self.namespace,))
 
 
 async def verify(services: Services, shop: Shop, question: str, query: str) -> str:

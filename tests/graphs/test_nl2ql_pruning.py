@@ -32,7 +32,7 @@ async def test_an_unknown_column_widens_the_pruned_catalog_for_the_repair(
 
     out = await build_graph(deps).ainvoke(
         {"question": "What is the total amount of all orders?"},
-        context=QueryContext(user=shop.user, namespace=shop.namespace),
+        context=QueryContext(caller=shop.caller, namespace=shop.namespace),
     )
 
     first, second = chat_model.prompts()
@@ -51,7 +51,7 @@ async def test_a_small_namespace_is_shown_whole(
 
     out = await build_graph(query_deps(services)).ainvoke(
         {"question": "What is the total amount of all orders?"},
-        context=QueryContext(user=shop.user, namespace=shop.namespace),
+        context=QueryContext(caller=shop.caller, namespace=shop.namespace),
     )
 
     assert "table customers" in chat_model.prompts()[0] and out["pruned"] is False

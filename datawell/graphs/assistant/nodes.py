@@ -67,7 +67,7 @@ class AssistantDeps:
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
-    namespace = await describe(deps.query, context.user, context.namespace)
+    namespace = await describe(deps.query, context.caller, context.namespace)
     # A question a user verified an answer to is planned as that answer's query, with no model
     # call (the query is still checked and run as the caller).
     verified = await verified_example(deps.query, context, state["question"])

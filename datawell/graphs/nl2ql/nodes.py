@@ -20,9 +20,8 @@ from datawell.graphs.structured import ask_structured
 from datawell.llm.models import ChatModels
 from datawell.ontology.links import MatchType, active_links
 from datawell.prompts import PromptLibrary
-from datawell.storage.access import NamespaceRef
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.db import Database
-from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog
 from datawell.tools.examples import Example, VerifiedExamples, render_examples
 from datawell.tools.pruning import SchemaPruner
@@ -107,10 +106,10 @@ class Described:
         return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
 
 
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> Described:
+async def describe(deps: QueryDeps, caller: Caller, namespace: NamespaceRef, question: str = "") -> Described:
     """The namespace as this caller may read it; with a question, only the tables relevant to
     it when the namespace is large (schema pruning)."""
-    catalog = await deps.tools.catalog(user, namespace)
+    catalog = await deps.tools.catalog(caller, namespace)
     async with deps.db.session() as session:
         links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
     shown = catalog
@@ -132,7 +131,7 @@ async def examples_block(deps: QueryDeps, context: QueryContext, question: str) 
     (empty when the namespace has none the caller may run)."""
     if deps.examples is None or deps.few_shot <= 0:
         return ""
-    found = await deps.examples.similar(context.user, context.namespace, question, deps.few_shot)
+    found = await deps.examples.similar(context.caller, context.namespace, question, deps.few_shot)
     return f"Verified examples of this namespace:\n{render_examples(found)}\n\n" if found else ""
 
 
@@ -152,7 +151,7 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    described = await describe(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    described = await describe(deps, runtime.context.caller, runtime.context.namespace, state["question"])
     return described.state()
 
 
@@ -160,7 +159,7 @@ async def verified_example(deps: QueryDeps, context: QueryContext, question: str
     """The verified example whose question is this one, if the caller may run its query."""
     if deps.examples is None:
         return None
-    return await deps.examples.exact(context.user, context.namespace, question)
+    return await deps.examples.exact(context.caller, context.namespace, question)
 
 
 async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -243,7 +242,7 @@ def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
     try:
-        await deps.tools.check(context.user, context.namespace, state["draft"])
+        prepared = await deps.tools.prepare(context.caller, context.namespace, state["draft"])
     except QueryError as exc:
         codes = {s.code for s in exc.sub_errors}
         change = data_change(state["draft"]) if NOT_A_SELECT in codes else ""
@@ -255,9 +254,9 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
-            update |= (await describe(deps, context.user, context.namespace)).state()
+            update |= (await describe(deps, context.caller, context.namespace)).state()
         return settle(state, update)
-    return {}
+    return {"prepared": prepared}
 
 
 # Statements that change data or tables, by the keyword a refusal names them with.
@@ -286,7 +285,7 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     context = runtime.context
     query = state["draft"]
     try:
-        result = await deps.tools.run(context.user, context.namespace, query)
+        result = await deps.tools.run(context.caller, context.namespace, state["prepared"])
     except QueryError as exc:
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
