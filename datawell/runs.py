@@ -40,6 +40,7 @@ from datawell.graphs.events import GraphEvent, RunFailed, RunFinished, RunResult
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
+from datawell.graphs.view import NamespaceView
 from datawell.llm.models import Stage, StageChoices
 from datawell.services import Services
 from datawell.storage.access import Caller, NamespaceRef, Permission, require
@@ -257,15 +258,19 @@ def query_deps(services: Services) -> QueryDeps:
         tools=s.query_tools,
         models=s.models,
         prompts=s.prompts,
-        db=s.db,
+        view=NamespaceView(
+            s.query_tools,
+            pruner=SchemaPruner(
+                s.embedder,
+                PruneLimits(
+                    s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep
+                ),
+            ),
+            examples=s.examples,
+            few_shot=s.settings.query_few_shot,
+        ),
         max_attempts=s.settings.query_max_attempts,
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
-        pruner=SchemaPruner(
-            s.embedder,
-            PruneLimits(s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep),
-        ),
-        examples=s.examples,
-        few_shot=s.settings.query_few_shot,
         name_columns=s.settings.query_name_columns,
     )
 

@@ -21,6 +21,7 @@ from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
 from datawell.storage.ingestions import embedding_incomplete
+from datawell.storage.links import active_links
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS, VectorStore
@@ -55,6 +56,9 @@ class SemanticHits:
 
 
 Who = Caller | User  # a run's caller, or a user whose access is read for this one call
+LinkEnds = tuple[
+    str, str, str, int
+]  # an active link: origin, destination (`namespace/dataset.field`), match type, hits
 
 
 class TextEmbedder(Protocol):
@@ -137,6 +141,12 @@ class QueryTools:
                     ]
         tables = await with_contents(self.db, self.rows, [(d, table_info(d, name)) for d, name in datasets])
         return Catalog(namespace=namespace, tables=tables)
+
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]:
+        """The namespace's active links, the joins a query may make."""
+        (await self.caller(who)).require_read(namespace)
+        async with self.db.read() as session:
+            return [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
 
     async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str:
         """The query as it will run (rewritten, transpiled); raises QueryError when refused."""

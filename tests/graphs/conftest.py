@@ -101,6 +101,8 @@ async def shop(services: Services, alice: Account, tools: FakeQueryTools) -> Sho
                 status="Suggested",
             )
         )
+    # What the real tools read of those links (`QueryTools.links`): the active one only.
+    tools.active_links[namespace.id] = [("shop/orders.customer_id", "shop/customers.id", "ExactMatch", 42)]
     tools.tables += [
         table(namespace, "customers", CUSTOMERS, "Customers of the shop"),
         table(namespace, "orders", ORDERS, "Orders placed by customers"),

@@ -14,7 +14,7 @@ from datawell.errors import QueryError, SubError
 from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker import CompiledQuery
-from datawell.tools.ql import QueryResult, QueryTools, Who
+from datawell.tools.ql import LinkEnds, QueryResult, QueryTools, Who
 
 
 class TextCatalog(Catalog):
@@ -54,11 +54,15 @@ class FakeQueryTools(QueryTools):
     tables: list[TableInfo] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # query -> rows
     run_errors: dict[str, str] = field(default_factory=dict)  # query -> run-time error
+    active_links: dict[str, list[LinkEnds]] = field(default_factory=dict)  # namespace id -> its active links
     calls: list[Call] = field(default_factory=list)
 
     async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
         self.calls.append(Call("catalog", name_of(who), str(namespace)))
         return TextCatalog(namespace=namespace, tables=[t for t in self.tables if t.namespace.id == namespace.id])
+
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]:
+        return self.active_links.get(namespace.id, [])
 
     async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str:
         return (await self.prepare(who, namespace, query)).sql

@@ -23,7 +23,8 @@ async def test_an_unknown_column_widens_the_pruned_catalog_for_the_repair(
 ) -> None:
     # Limits so small that the two-table shop is pruned to the one table the question names.
     pruner = SchemaPruner(HashingEmbedder(), PruneLimits(max_tables=1, max_columns=100, keep=1))
-    deps = dataclasses.replace(query_deps(services), pruner=pruner)
+    deps = query_deps(services)
+    deps = dataclasses.replace(deps, view=dataclasses.replace(deps.view, pruner=pruner))
     chat_model.script += [
         QueryDraft(reasoning="orders has the customer", query="SELECT customer_name FROM orders"),
         QueryDraft(reasoning="sum the amounts", query=TOTAL),
