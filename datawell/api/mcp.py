@@ -1,13 +1,36 @@
 """The MCP endpoint, declared like every REST route so it shares the bearer check, the error
-bodies and the OpenAPI document; what it serves is `datawell.mcp` (see docs/mcp.md)."""
+bodies and the OpenAPI document; what it serves is `datawell.mcp` (see docs/mcp.md).
+
+In front of the SDK's transport it checks what the MCP transport rules (2025-11-25) ask of a
+server: a present `Origin` must be one of the service's own or a configured one (else 403,
+against DNS rebinding: a browser page whose name resolves to this host), and the body must
+be JSON. Every error the transport answers, its own or the SDK's (a plain-text 400, a bare
+JSON-RPC error), leaves as one body that is both an ErrorResponse (`error_code`, `message`,
+…, from the row of `datawell.errors.ERRORS`, with its HTTP status) and a JSON-RPC error
+(`jsonrpc`, `id`, `error` with `data.errorCode`)."""
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+import json
+from typing import Any
+from urllib.parse import urlsplit
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from datawell.api.errors import error_body
 from datawell.api.routing import Context, Router
+from datawell.config import Settings
+from datawell.errors import (
+    DatawellError,
+    Forbidden,
+    InternalError,
+    InvalidInput,
+    MethodNotAllowed,
+    NotFound,
+    UnsupportedMediaType,
+)
 from datawell.storage.tables import User
 
 router = Router("mcp")
@@ -18,16 +41,97 @@ MCP_MEDIA_TYPES = {
         "SSE whose `data:` lines are JSON-RPC messages: `notifications/progress` while a tool runs, then the response"
     ),
 }
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# What the SDK's own error statuses are, when its body does not say (a plain-text 400 is its
+# answer to a wrong Content-Type, checked before it here; kept for any other).
+SDK_STATUS_ERRORS: dict[int, type[DatawellError]] = {
+    404: NotFound,
+    405: MethodNotAllowed,
+    406: InvalidInput,
+    415: UnsupportedMediaType,
+}
+
+
+def origin_key(url: str) -> tuple[str, str, int] | None:
+    """An origin as (scheme, host, port), default ports filled in; None when it is not one."""
+    try:
+        parts = urlsplit(url.strip().lower())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, port or DEFAULT_PORTS[parts.scheme]
+
+
+def own_origins(scope: Scope, settings: Settings) -> set[tuple[str, str, int]]:
+    """The origins this service is reached at: the address it listens on (and, on loopback,
+    the other loopback names), its public address, and the configured ones. Never the request's
+    Host header: under DNS rebinding it names the attacker's domain."""
+    configured = (origin_key(url) for url in (settings.public_base_url or "", *settings.mcp_allowed_origins))
+    origins = {key for key in configured if key is not None}
+    server = scope.get("server")
+    if server and server[1] is not None:
+        scheme = scope.get("scheme", "http")
+        host, port = str(server[0]), int(server[1])
+        for name in LOOPBACK if host in LOOPBACK else (host,):
+            origins.add((scheme, name.strip("[]"), port))
+    return origins
+
+
+def origin_allowed(request: Request, settings: Settings) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None:  # not a browser: nothing to rebind
+        return True
+    key = origin_key(origin)
+    return key is not None and key in own_origins(request.scope, settings)
+
+
+def rpc_error_response(exc: DatawellError, request_id: Any = None, rpc_code: int | None = None) -> JSONResponse:
+    """An error as an ErrorResponse and a JSON-RPC error in one body, with the row's status."""
+    rpc = {"code": rpc_code or exc.mapping.json_rpc, "message": exc.message, "data": {"errorCode": exc.error_code}}
+    body = {"jsonrpc": "2.0", "id": request_id, "error": rpc, **error_body(exc)}
+    return JSONResponse(body, status_code=exc.mapping.http_status)
+
+
+def sdk_error(status: int, body: bytes) -> JSONResponse:
+    """The SDK's error response, rewritten: its JSON-RPC error (and code) kept, the rest from the table."""
+    try:
+        sent = json.loads(body)
+    except ValueError:
+        sent = None
+    if isinstance(sent, dict) and isinstance(sent.get("error"), dict):
+        rpc = sent["error"]
+        exc: DatawellError = InvalidInput(str(rpc.get("message", "the MCP request is invalid")))
+        return rpc_error_response(exc, sent.get("id"), rpc.get("code") if isinstance(rpc.get("code"), int) else None)
+    text = body.decode("utf-8", "replace").strip() or f"the MCP transport answered {status}"
+    kind = SDK_STATUS_ERRORS.get(status, InvalidInput if status < 500 else InternalError)
+    return rpc_error_response(kind(text))
 
 
 class Delegate(Response):
-    """Hands the request, body unread, to an ASGI app that writes its own response."""
+    """Hands the request, body unread, to an ASGI app that writes its own response; an error
+    response it writes is rewritten by `sdk_error`."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        failed: dict[str, Any] = {}
+
+        async def send_or_hold(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                failed.update(status=message["status"], body=b"")
+                return
+            if failed and message["type"] == "http.response.body":
+                failed["body"] += message.get("body", b"")
+                if not message.get("more_body", False):
+                    await sdk_error(failed["status"], failed["body"])(scope, receive, send)
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_or_hold)
 
 
 @router.operation(
@@ -36,12 +140,25 @@ class Delegate(Response):
     summary="MCP over streamable HTTP",
     streams=MCP_MEDIA_TYPES,
     slash=True,
+    errors=(403, 415, 422),
     headers=(
         ("MCP-Protocol-Version", "The MCP revision: 2025-11-25 (or older) after `initialize`, or 2026-07-28"),
         ("Accept", "Must accept both application/json and text/event-stream"),
+        ("Origin", "Sent by browsers: must be the service's own origin or one in DATAWELL_MCP_ALLOWED_ORIGINS"),
     ),
 )
 async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
     """The Model Context Protocol endpoint (JSON-RPC 2.0): `initialize`, `tools/list`, `tools/call`,
-    `resources/list`, `resources/read`, … Stateless: no `Mcp-Session-Id`. See docs/mcp.md."""
+    `resources/list`, `resources/read`, … Stateless: no `Mcp-Session-Id`. See docs/mcp.md.
+    Errors of the transport are ErrorResponses that are JSON-RPC errors too."""
+    if not origin_allowed(request, ctx.services.settings):
+        origin = request.headers["origin"]
+        return rpc_error_response(
+            Forbidden(f"requests from origin {origin!r} may not call the MCP endpoint (DATAWELL_MCP_ALLOWED_ORIGINS)")
+        )
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        return rpc_error_response(
+            UnsupportedMediaType(f"MCP messages are JSON-RPC: send Content-Type application/json, not {media_type!r}")
+        )
     return Delegate(ctx.mcp.handle)

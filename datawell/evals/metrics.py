@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from itertools import permutations
 from typing import Any
@@ -137,6 +138,80 @@ def link_scores(predicted: Iterable[tuple[str, str, str]], gold: Iterable[tuple[
     typed = [k for k in found if want[k]]
     agreement = sum(pred[k] == want[k] for k in typed) / len(typed) if typed else None
     return LinkScore(precision, recall, f1, tp, len(pred), len(want), agreement)
+
+
+@dataclass(frozen=True)
+class FieldScore:
+    """Extraction scored per field: of the fields the gold rows hold (plus those of rows the
+    extraction made up), how many came out with the gold value, in the field's type."""
+
+    right: int
+    total: int
+    wrong: list[str]  # "row 2 price: 9.99 != '9,99 €'", for the report
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.total if self.total else 1.0
+
+
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def field_value(value: Any) -> Any:
+    """A value as compared: empty is None, numbers to 6 decimals (an integer and a real
+    alike), text without case or repeated spaces, a date-time at midnight as its date."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float | Decimal):
+        return normalize_value(float(value))
+    if isinstance(value, datetime | date):
+        value = value.isoformat()
+    text = " ".join(str(value).split())
+    if _ISO_DATE.match(text):
+        try:
+            stamp = datetime.fromisoformat(text)
+        except ValueError:
+            return text.casefold()
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None) if stamp.tzinfo else stamp
+        return stamp.date().isoformat() if stamp.time() == time() else stamp.isoformat()
+    return text.casefold()
+
+
+def field_scores(
+    predicted: Sequence[dict[str, Any]], gold: Sequence[dict[str, Any]], key: str | None = None
+) -> FieldScore:
+    """Each gold row paired with one predicted row (by `key`'s value, else the unpaired row
+    agreeing on most fields), then every gold field compared. A gold row with no partner
+    has all its fields wrong; a predicted row with no partner counts its non-empty fields
+    as wrong."""
+    remaining = list(range(len(predicted)))
+    right = total = 0
+    wrong: list[str] = []
+    for number, want in enumerate(gold, start=1):
+        fields = list(want)
+        agreeing = [
+            (sum(field_value(predicted[i].get(f)) == field_value(want[f]) for f in fields), -i, i) for i in remaining
+        ]
+        if key is not None:
+            agreeing = [a for a in agreeing if field_value(predicted[a[2]].get(key)) == field_value(want[key])]
+        partner = max(agreeing)[2] if agreeing else None
+        if partner is not None:
+            remaining.remove(partner)
+        for name in fields:
+            total += 1
+            got = None if partner is None else predicted[partner].get(name)
+            if field_value(got) == field_value(want[name]):
+                right += 1
+            elif len(wrong) < 20:
+                wrong.append(f"row {number} {name}: {got!r} != {want[name]!r}")
+    for index in remaining:
+        made_up = [name for name, value in predicted[index].items() if field_value(value) is not None]
+        total += len(made_up)
+        if made_up and len(wrong) < 20:
+            wrong.append(f"a row not in the file: {predicted[index]!r}")
+    return FieldScore(right, total, wrong)
 
 
 @dataclass(frozen=True)

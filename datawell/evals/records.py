@@ -102,3 +102,14 @@ def read_predictions(path: Path) -> list[Prediction]:
         for line in file.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+
+
+def token_usage(usage: dict[str, Any]) -> TokenUsage | None:
+    """What a run spent, from langchain's usage callback (None: the model reported nothing)."""
+    if not usage:
+        return None
+    return TokenUsage(
+        input=sum(int(u.get("input_tokens", 0)) for u in usage.values()),
+        output=sum(int(u.get("output_tokens", 0)) for u in usage.values()),
+        total=sum(int(u.get("total_tokens", 0)) for u in usage.values()),
+    )

@@ -17,12 +17,13 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from langchain_core.callbacks import get_usage_metadata_callback
 
 from datawell.config import Settings
 from datawell.errors import DatawellError, InternalError
+from datawell.evals.extraction import predict_extraction
 from datawell.evals.fixtures import FixtureStore, load_fixtures
 from datawell.evals.records import (
     PREDICTIONS_FILE,
@@ -31,8 +32,8 @@ from datawell.evals.records import (
     PredictedLink,
     Prediction,
     RunInfo,
-    TokenUsage,
     append_prediction,
+    token_usage,
     write_run,
 )
 from datawell.evals.scoring import gold_queries
@@ -84,16 +85,6 @@ async def eval_services(overrides: Overrides, folder: Path | None = None) -> Asy
         await services.close()
         if own:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _tokens(usage: dict[str, Any]) -> TokenUsage | None:
-    if not usage:
-        return None
-    return TokenUsage(
-        input=sum(int(u.get("input_tokens", 0)) for u in usage.values()),
-        output=sum(int(u.get("output_tokens", 0)) for u in usage.values()),
-        total=sum(int(u.get("total_tokens", 0)) for u in usage.values()),
-    )
 
 
 def fill(prediction: Prediction, result: RunResult) -> None:
@@ -157,6 +148,8 @@ async def predict_case(
     choices: StageChoices,
     timeout: float,
 ) -> Prediction:
+    if suite.kind == "extract":
+        return await predict_extraction(suite, case, services, store, timeout)
     namespace_name = case.vars.namespace or suite.fixtures[0]
     namespace = store.namespace(namespace_name)
     prediction = Prediction(case_id=case.id, kind=suite.kind, question=case.vars.question, namespace=str(namespace))
@@ -179,7 +172,7 @@ async def predict_case(
             log.exception("case %s failed", case.id)
             prediction.error = ErrorInfo(code="EXCEPTION", message=f"{type(exc).__name__}: {exc}")
     prediction.latency_ms = (time.perf_counter() - started) * 1000
-    prediction.tokens = _tokens(dict(usage.usage_metadata))
+    prediction.tokens = token_usage(dict(usage.usage_metadata))
     fill(prediction, result)  # also what a run cut short by the timeout produced
     for query in gold_queries(suite, case):
         prediction.gold.append(await run_gold(tools, store, namespace_name, query))

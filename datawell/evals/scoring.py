@@ -132,6 +132,15 @@ async def check(
         threshold = 1.0 if assertion.threshold is None else assertion.threshold
         detail = f"P={score.precision:.2f} R={score.recall:.2f} ({score.true_positives}/{score.gold} found, {score.predicted} predicted)"
         return _outcome(assertion, prediction.links is not None and score.f1 >= threshold, score.f1, detail)
+    if kind == "fields-match":
+        if prediction.rows is None:
+            return _outcome(assertion, False, 0.0, detail=f"no rows: {_error_text(prediction)}")
+        fields = metrics.field_scores(prediction.rows, case.expected.rows, case.expected.key)
+        threshold = 1.0 if assertion.threshold is None else assertion.threshold
+        detail = f"{fields.right}/{fields.total} fields right" + (
+            f"; {'; '.join(fields.wrong[:5])}" if fields.wrong else ""
+        )
+        return _outcome(assertion, fields.accuracy >= threshold, fields.accuracy, detail)
     if kind == "latency":
         return _outcome(assertion, prediction.latency_ms <= float(value), detail=f"{prediction.latency_ms:.0f} ms")
     if kind == "tokens":
@@ -141,20 +150,31 @@ async def check(
 
 
 async def _execution_match(assertion: Assertion, case: Case, prediction: Prediction, gold: GoldLookup) -> Outcome:
-    gold_query = str(assertion.value or case.expected.query)
     if prediction.rows is None:
         return _outcome(assertion, False, detail=f"no rows: {_error_text(prediction)}")
-    expected = await gold(gold_query)
-    if expected.rows is None:
-        return _outcome(assertion, False, detail=f"the gold query failed: {expected.error}")
-    ordered = {"strict": True, "ignore": False}.get(assertion.order, metrics.query_orders(gold_query))
-    ok = metrics.results_match(
-        prediction.rows, expected.rows, ordered=ordered, any_column_order=assertion.column_order == "ignore"
-    )
-    detail = (
-        "" if ok else f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
-    )
-    return _outcome(assertion, ok, detail=detail)
+    detail = ""
+    for index, gold_query in enumerate(_gold_and_alternatives(assertion, case)):
+        expected = await gold(gold_query)
+        if expected.rows is None:
+            if index == 0:
+                return _outcome(assertion, False, detail=f"the gold query failed: {expected.error}")
+            continue
+        ordered = {"strict": True, "ignore": False}.get(assertion.order, metrics.query_orders(gold_query))
+        if metrics.results_match(
+            prediction.rows, expected.rows, ordered=ordered, any_column_order=assertion.column_order == "ignore"
+        ):
+            return _outcome(assertion, True, detail="" if index == 0 else f"matches alternative {index}")
+        if index == 0:
+            detail = f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
+    return _outcome(assertion, False, detail=detail)
+
+
+def _gold_and_alternatives(assertion: Assertion, case: Case) -> list[str]:
+    """The gold query, then the case's alternatives (only for the case's own gold: an
+    assertion with a `value` of its own names exactly one query)."""
+    if assertion.value is not None:
+        return [str(assertion.value)]
+    return [str(case.expected.query), *case.expected.alternatives]
 
 
 def _not_refused(prediction: Prediction) -> str:
@@ -172,6 +192,8 @@ def _summary_output(prediction: Prediction) -> str:
         return prediction.query or ""
     if prediction.kind == "assistant":
         return prediction.answer or ""
+    if prediction.kind == "extract":
+        return f"{len(prediction.rows or [])} rows; {prediction.answer or ''}"
     return ", ".join(f"{link.origin}→{link.destination}" for link in prediction.links or [])
 
 
@@ -187,6 +209,11 @@ def case_metrics(suite: Suite, outcomes: list[Outcome], prediction: Prediction) 
             found["execution_accuracy"] = outcome.score
         if outcome.type == "refusal":
             found["refusal_accuracy"] = outcome.score
+        if outcome.type == "fields-match":
+            found["field_accuracy"] = outcome.score
+            match = re.match(r"(\d+)/(\d+) fields right", outcome.detail)
+            if match:
+                found["fields_right"], found["fields_total"] = float(match[1]), float(match[2])
         if outcome.type == "links-f1":
             found["f1"] = outcome.score
             match = re.match(r"P=([\d.]+) R=([\d.]+)", outcome.detail)
@@ -274,7 +301,7 @@ def gold_queries(suite: Suite, case: Case) -> list[str]:
     found: list[str] = []
     for assertion in suite.assertions(case):
         if assertion.type == "execution-match":
-            query = str(assertion.value or case.expected.query)
-            if query not in found:
-                found.append(query)
+            for query in _gold_and_alternatives(assertion, case):
+                if query not in found:
+                    found.append(query)
     return found

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 SUITES_DIR = Path(__file__).parent / "suites"
 FIXTURES_DIR = SUITES_DIR / "fixtures"
 
-Kind = Literal["nl2ql", "assistant", "curator"]
+Kind = Literal["nl2ql", "assistant", "curator", "extract"]
 Difficulty = Literal["easy", "medium", "hard"]
 MatchType = Literal["ExactMatch", "NormalizedMatch", "FuzzyMatch", "SemanticMatch", "GeoMatch"]
 
@@ -28,6 +28,7 @@ MatchType = Literal["ExactMatch", "NormalizedMatch", "FuzzyMatch", "SemanticMatc
 NL2QL_ASSERTIONS = ("execution-match", "valid-query", "refusal", "max-repairs", "rows-contain", "query-contains")
 ANSWER_ASSERTIONS = ("contains", "icontains", "not-contains", "regex", "numeric", "llm-judge")
 CURATOR_ASSERTIONS = ("links-f1",)
+EXTRACT_ASSERTIONS = ("fields-match",)
 COMMON_ASSERTIONS = ("latency", "tokens")
 AssertionType = Literal[
     "execution-match",
@@ -43,6 +44,7 @@ AssertionType = Literal[
     "numeric",
     "llm-judge",
     "links-f1",
+    "fields-match",
     "latency",
     "tokens",
 ]
@@ -50,6 +52,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "nl2ql": NL2QL_ASSERTIONS + COMMON_ASSERTIONS,
     "assistant": ANSWER_ASSERTIONS + COMMON_ASSERTIONS,
     "curator": CURATOR_ASSERTIONS + COMMON_ASSERTIONS,
+    "extract": EXTRACT_ASSERTIONS + COMMON_ASSERTIONS,
 }
 # Assertions that need a `value`; the others take theirs from `expected` or need none.
 NEEDS_VALUE = {"contains", "icontains", "not-contains", "regex", "numeric", "llm-judge", "max-repairs"}
@@ -112,10 +115,14 @@ class GoldStep(_Strict):
 
 class Expected(_Strict):
     query: str | None = None  # nl2ql: the gold query; assistant: the single step's query
+    # nl2ql: other queries whose rows are as right (sql-eval's `{a, b}`: either column will do)
+    alternatives: list[str] = Field(default_factory=list)
     answer: str | None = None  # assistant: a reference answer (also what the scripted oracle says)
     refuse: bool = False
     steps: list[GoldStep] = Field(default_factory=list)  # assistant: a gold plan
     links: list[GoldLink] = Field(default_factory=list)  # curator
+    rows: list[dict[str, Any]] = Field(default_factory=list)  # extract: the rows the file holds
+    key: str | None = None  # extract: the field that tells rows apart (else rows are paired by likeness)
 
 
 class Vars(_Strict):
@@ -123,6 +130,9 @@ class Vars(_Strict):
     namespace: str | None = None  # a fixture's namespace; default: the suite's first fixture's
     dataset: str | None = None  # curator: curate only this dataset
     helper_prompt: str | None = None
+    file: str | None = None  # extract: the file to ingest, beside the suite
+    fields: dict[str, str] = Field(default_factory=dict)  # extract: the dataset's schema, field -> description
+    data_description: str = ""  # extract: the dataset's description
 
 
 class Case(_Strict):
@@ -144,7 +154,7 @@ class Suite(_Strict):
     name: str
     description: str = ""
     kind: Kind
-    fixtures: list[str] = Field(min_length=1)
+    fixtures: list[str] = Field(default_factory=list)
     links: bool = Field(True, description="activate the fixtures' links (curator suites turn this off)")
     threshold: float = Field(0.0, ge=0, le=1, description="the run fails when the pass rate is below this")
     defaults: Defaults = Field(default_factory=Defaults)
@@ -183,6 +193,8 @@ def implied_assertions(kind: str, case: Case) -> list[Assertion]:
         return [Assertion(type="execution-match")]
     if kind == "curator":
         return [Assertion(type="links-f1")]
+    if kind == "extract":
+        return [Assertion(type="fields-match")]
     return []
 
 
@@ -249,7 +261,9 @@ def _cross_check(suite: Suite) -> list[str]:
         if case.id in seen:
             problems.append(f"{where}: duplicate case id")
         seen.add(case.id)
-        if suite.kind != "curator" and not case.vars.question:
+        if suite.kind == "extract":
+            problems.extend(_extract_problems(suite, case, where))
+        elif suite.kind != "curator" and not case.vars.question:
             problems.append(f"{where}: vars.question is required")
         for assertion in suite.assertions(case):
             if assertion.type not in allowed:
@@ -264,18 +278,39 @@ def _cross_check(suite: Suite) -> list[str]:
             problems.append(f"{where}: vars.namespace {case.vars.namespace!r} is not one of the suite's fixtures")
     if not suite.cases:
         problems.append("cases: the suite has no cases")
+    if not suite.fixtures and suite.kind != "extract":
+        problems.append("fixtures: a suite of this kind needs at least one fixture")
+    return problems
+
+
+def _extract_problems(suite: Suite, case: Case, where: str) -> list[str]:
+    problems = []
+    if not case.vars.file:
+        problems.append(f"{where}: vars.file is required")
+    elif suite.path is not None and not (suite.path.parent / case.vars.file).is_file():
+        problems.append(f"{where}: vars.file {case.vars.file!r} does not exist beside the suite")
+    if not case.vars.fields:
+        problems.append(f"{where}: vars.fields (the dataset's schema) is required")
+    if not case.expected.rows:
+        problems.append(f"{where}: expected.rows is required")
+    unknown = {name for row in case.expected.rows for name in row} - set(case.vars.fields)
+    if unknown:
+        problems.append(f"{where}: expected.rows name fields not in vars.fields: {sorted(unknown)}")
+    if case.expected.key is not None and case.expected.key not in case.vars.fields:
+        problems.append(f"{where}: expected.key {case.expected.key!r} is not one of vars.fields")
     return problems
 
 
 def resolve_suite_path(name: str | Path) -> Path:
-    """A suite by path, or by the name of a bundled suite (`nl2ql` -> suites/nl2ql.yaml)."""
+    """A suite by path, or by the name of a bundled suite: `nl2ql` -> suites/nl2ql.yaml, or
+    for a suite that keeps its fixtures and provenance in a folder, `dev` -> suites/dev/dev.yaml."""
     path = Path(name)
     if path.is_file():
         return path
-    bundled = SUITES_DIR / f"{name}.yaml"
-    if bundled.is_file():
-        return bundled
-    known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.yaml")))
+    for bundled in (SUITES_DIR / f"{name}.yaml", SUITES_DIR / str(name) / f"{name}.yaml"):
+        if bundled.is_file():
+            return bundled
+    known = ", ".join(p.stem for p in bundled_suites())
     raise SuiteError(f"no suite file {str(name)!r} (bundled suites: {known})")
 
 
@@ -289,4 +324,5 @@ def load_suite(name: str | Path) -> Suite:
 
 
 def bundled_suites() -> list[Path]:
-    return sorted(SUITES_DIR.glob("*.yaml"))
+    folders = (folder / f"{folder.name}.yaml" for folder in SUITES_DIR.iterdir() if folder.is_dir())
+    return sorted([*SUITES_DIR.glob("*.yaml"), *(path for path in folders if path.is_file())], key=lambda p: p.stem)

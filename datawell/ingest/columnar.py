@@ -146,7 +146,8 @@ def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
         return ArrowCsv(table, mapped)
     if isinstance(table, ParquetTable):
         return ArrowParquet(table, mapped)
-    if isinstance(table, JsonTable) and table.mode == "lines" and table.encoding in ("utf-8", "ascii"):
+    nested = isinstance(table, JsonTable) and bool(set(mapped.values()) & set(table.nested))
+    if isinstance(table, JsonTable) and table.mode == "lines" and table.encoding in ("utf-8", "ascii") and not nested:
         return ArrowJsonLines(table, mapped)
     return None
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from datawell.errors import IngestionFailed, NotFound
+from datawell.ingest import values
 from datawell.ingest.columnar import Ahead, Columnar, Fallback, Positioned, columnar, spooled, typed, typed_ahead
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
@@ -36,6 +37,7 @@ from datawell.ingest.limits import FileLimits, check_archive
 from datawell.ingest.mapping import map_columns
 from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
 from datawell.ingest.tabular import Limits, open_table, sample_rows
+from datawell.ingest.values import ReadRecords
 from datawell.services import Services
 from datawell.storage import hints
 from datawell.storage.datasets import settle_field_types
@@ -167,6 +169,8 @@ class Ingest:
         message += structured.summary
         if emptied:
             message += f"; {emptied} extracted values did not fit their field's type and were left empty"
+        if isinstance(structured.records, ReadRecords) and structured.records.unreadable:
+            message += "; " + structured.records.report()
         return Outcome(count, message)
 
     async def structure_table(self, source: Path, fmt: Format) -> Structured:
@@ -194,7 +198,19 @@ class Ingest:
         if mapping.method == "similarity":
             summary += " (matched by name: " + mapping.note + ")"
         records = TableRecords(table, mapping.mapped)
+        read = await self.read_values(records)
+        if read is not None:  # values written for people: the row path reads them
+            return Structured(read, strict=True, summary=summary)
         return Structured(records, strict=True, summary=summary, columnar=columnar(table, mapping.mapped))
+
+    async def read_values(self, records: Records) -> ReadRecords | None:
+        """The records with their localised numbers, money, dates and booleans read in their
+        field's meaning (`values`), or None when no column needs that."""
+        found = await asyncio.to_thread(values.plan, records, self.dataset.schema_definition, self.batch_rows)
+        if not found.readings:
+            return None
+        await self.record(readings=found.record())
+        return ReadRecords(records, found.readings)
 
     async def structure_document(self, source: Path, fmt: Format) -> Structured:
         schema = self.dataset.schema_definition
@@ -221,7 +237,8 @@ class Ingest:
                 records += len(found)
         await self.record(format=fmt, method="extraction", passages=passages, records=records)
         summary = f"{records} records extracted from {passages} {'passage' if passages == 1 else 'passages'}"
-        records_read = SpooledRecords(spool_path, list(schema), self.total_bytes)
+        records_read: Records = SpooledRecords(spool_path, list(schema), self.total_bytes)
+        records_read = await self.read_values(records_read) or records_read
         return Structured(records_read, strict=False, summary=summary)
 
     async def column_types(self, records: Records) -> dict[str, str]:

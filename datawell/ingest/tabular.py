@@ -103,7 +103,9 @@ def sample_rows(table: Table, count: int) -> list[list[Any]]:
 
 class JsonTable:
     """A JSON array of objects, or JSON Lines (one object per line). The columns are the keys
-    of the first records, in the order they first appear."""
+    of the first records, in the order they first appear; a key holding an object also gives
+    a column per key inside it, named with a dot (`address.city`), so nested records can be
+    mapped field by field (the object itself stays a column, as JSON text)."""
 
     unit = "line"
 
@@ -113,11 +115,14 @@ class JsonTable:
         self.max_depth = max_depth
         self.mode = "lines" if lines else self._mode()
         keys: dict[str, None] = {}
+        inner: dict[str, None] = {}
         for n, (_line, record, _position) in enumerate(self.records()):
             keys.update(dict.fromkeys(record))
+            inner.update(dict.fromkeys(nested_keys(record)))
             if n + 1 >= SAMPLE_RECORDS:
                 break
-        self.columns = list(keys)
+        self.nested = [key for key in inner if key not in keys]
+        self.columns = list(keys) + self.nested
         if not self.columns:
             raise IngestionFailed("the file holds no JSON objects with fields")
 
@@ -163,10 +168,11 @@ class JsonTable:
 
     def batches(self, size: int) -> Iterator[Batch]:
         columns = self.columns
+        paths = [(c, c.split(".") if c in self.nested else None) for c in columns]
         batch = Batch()
         position = 0
         for line, record, position in self.records():
-            batch.rows.append([record.get(c) for c in columns])
+            batch.rows.append([record.get(c) if path is None else dig(record, path) for c, path in paths])
             batch.locations.append(line)
             if len(batch.rows) >= size:
                 batch.position = position
@@ -175,6 +181,25 @@ class JsonTable:
         batch.position = position
         if batch.rows:
             yield batch
+
+
+def nested_keys(value: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """`address.city` for `{"address": {"city": ...}}`, at every depth (not the top keys)."""
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if prefix:
+            yield name
+        if isinstance(item, dict):
+            yield from nested_keys(item, f"{name}.")
+
+
+def dig(record: dict[str, Any], path: list[str]) -> Any:
+    value: Any = record
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
 def json_document(text: io.TextIOBase) -> Iterator[tuple[int, Any]]:
@@ -291,20 +316,25 @@ class ParquetTable:
 
 
 class XlsxTable:
-    """The workbook's active sheet. The first non-empty row is the header; cells right of
-    the last named column are ignored; empty rows are skipped."""
+    """The workbook's active sheet. The header is the first non-empty row, after any title
+    rows above it (a row with one cell filled, above a fuller one); a header split over two
+    rows (a group name merged over the columns below it, as in `Q1` over `Units | Revenue`)
+    gives `Q1 Units`, `Q1 Revenue`. Cells right of the last named column are ignored; empty
+    rows are skipped."""
 
     unit = "row"
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.sheet_rows = 0
-        header: list[Any] | None = None
+        head: list[list[Any]] = []
         for _number, cells in self._rows():
-            header = cells
-            break
-        if header is None:
+            head.append(cells)
+            if len(head) >= HEADER_SCAN_ROWS:
+                break
+        if not head:
             raise IngestionFailed("the spreadsheet's first sheet is empty: expected a header row naming the columns")
+        self.header_rows, header = header_of(head)
         while header and (header[-1] is None or not str(header[-1]).strip()):
             header.pop()
         self.columns = column_names(header)
@@ -329,7 +359,8 @@ class XlsxTable:
         width = len(self.columns)
         total_bytes = self.path.stat().st_size
         rows = self._rows()
-        next(rows, None)  # the header
+        for _ in range(self.header_rows):
+            next(rows, None)
         batch = Batch()
         for number, cells in rows:
             batch.rows.append((cells + [None] * width)[:width])
@@ -341,3 +372,33 @@ class XlsxTable:
         batch.position = total_bytes
         if batch.rows:
             yield batch
+
+
+HEADER_SCAN_ROWS = 6  # rows looked at for titles and a two-row header
+
+
+def _filled(cells: list[Any]) -> list[int]:
+    return [i for i, c in enumerate(cells) if c is not None and str(c).strip()]
+
+
+def header_of(rows: list[list[Any]]) -> tuple[int, list[Any]]:
+    """(how many rows the header takes, including titles above it; the column names)."""
+    skip = 0
+    while skip + 1 < len(rows) and len(_filled(rows[skip])) == 1 and len(_filled(rows[skip + 1])) >= 2:
+        skip += 1  # a title
+    upper = rows[skip]
+    lower = rows[skip + 1] if skip + 1 < len(rows) else []
+    gaps = [i for i in _filled(lower) if i not in _filled(upper)]
+    words = all(isinstance(lower[i], str) for i in _filled(lower))
+    if not gaps or not words or (skip + 2 >= len(rows) + 1 and not lower):
+        return skip + 1, list(upper)
+    names: list[Any] = []
+    group: Any = None
+    for i in range(max(len(upper), len(lower))):
+        top = upper[i] if i < len(upper) and i in _filled(upper) else None
+        bottom = lower[i] if i < len(lower) and i in _filled(lower) else None
+        if top is not None:
+            group = top
+        parent = top if top is not None else group
+        names.append(" ".join(str(p).strip() for p in (parent, bottom) if p is not None) or None)
+    return skip + 2, names

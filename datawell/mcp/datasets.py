@@ -56,9 +56,9 @@ class FieldDescription(WireModel):
     name: str
     type: str = Field(description="integer, real, text, boolean or timestamp (`text` until data arrives)")
     description: str
-    samples: list[Any] = Field(
-        description="Text: its most frequent values (all of them when few); numbers and timestamps: the smallest "
-        "and the largest"
+    samples: list[str | int | float] = Field(
+        description="Text: its most frequent values (all of them when few); numbers: the smallest and the largest; "
+        "timestamps: the earliest and the latest, as UTC text `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`"
     )
     values: str = Field(description="The field's values as the models' catalog describes them")
 
@@ -166,7 +166,7 @@ async def description(services: Services, dataset: DatasetRef) -> DatasetDescrip
     )
 
 
-def _samples(hint: ColumnHint | None) -> list[Any]:
+def _samples(hint: ColumnHint | None) -> list[str | int | float]:
     if hint is None:
         return []
     return list(hint.values) if hint.values else [v for v in (hint.low, hint.high) if v is not None]

@@ -48,16 +48,17 @@ def tool_result(output: WireModel, *, lead: str | None = None) -> CallToolResult
 
 
 def error_result(code: str, message: str, sub_errors: list[SubError] | None = None) -> CallToolResult:
+    """A tool error: the code, the message and each sub-error in the text, which every client
+    shows the model. No structured content: it would have to match the tool's `outputSchema`,
+    and clients that check it (the TypeScript SDK does, errors included) would drop the whole
+    result. The same facts, for programs, are in `_meta` (`errorCode`, `subErrors`), as A2A
+    carries them in a message's `metadata`."""
     subs = sub_errors or []
     text = "\n".join([f"{code}: {message}", *(f"- {s.message}" for s in subs)])
     return CallToolResult(
         content=[TextContent(text=text)],
-        structured_content={
-            "errorCode": code,
-            "message": message,
-            "subErrors": [{"code": s.code, "message": s.message} for s in subs],
-        },
         is_error=True,
+        _meta={"errorCode": code, "subErrors": [{"code": s.code, "message": s.message} for s in subs]},
     )
 
 

@@ -53,9 +53,9 @@ async def test_assistant_stream_on_the_wire(client, alice: Account, sales: str, 
     events = await stream(client, agents["assistant"], alice, {"message": wire_message("Who?", {"namespace": sales})})
     task = events[0]["task"]
     assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
-    assert task.get("artifacts", []) == []  # proto3 JSON omits empty lists
-    # The task keeps the user's message, as nl2ql's does (SPEC.md shows an empty history; docs/a2a.md).
-    assert [m["parts"] for m in task["history"]] == [[{"text": "Who?"}]]
+    # SPEC.md: the stream starts with a task with empty artifacts and history (proto3 JSON omits
+    # empty lists, and a client reads a missing one as empty).
+    assert "artifacts" not in task and "history" not in task
     assert events[1]["statusUpdate"]["status"] == {
         "state": "TASK_STATE_WORKING",
         "timestamp": events[1]["statusUpdate"]["status"]["timestamp"],
@@ -268,15 +268,21 @@ async def test_a_message_without_text_is_32005(client, alice: Account, sales: st
     assert fake.requests == []
 
 
-async def test_the_assistant_task_keeps_the_user_message(client, alice: Account, sales: str, agents, fake) -> None:
+async def test_the_final_task_history(client, alice: Account, sales: str, agents, fake) -> None:
+    """nl2ql's task starts from the user's message; the assistant's task starts empty (SPEC.md's
+    first `task` event) and its history is what the agent said: the plan and the steps."""
     message = wire_message("Who orders most?", {"namespace": sales})
-    for agent in agents.values():
+    histories = {}
+    for name, agent in agents.items():
         body = (
             await client.post(agent.url, json=rpc_body("SendMessage", {"message": message}), headers=headers(alice))
         ).json()
-        history = body["result"]["task"]["history"]
-        assert history[0]["messageId"] == message["messageId"], agent.name
-        assert history[0]["role"] == "ROLE_USER" and history[0]["parts"] == [{"text": "Who orders most?"}]
+        histories[name] = body["result"]["task"].get("history", [])
+    [asked] = histories["nl2ql"]
+    assert asked["messageId"] == message["messageId"] and asked["role"] == "ROLE_USER"
+    assert asked["parts"] == [{"text": "Who orders most?"}]
+    assert [m["role"] for m in histories["assistant"]] == ["ROLE_AGENT"] * 3
+    assert [m["messageId"].rsplit("-", 1)[-1] for m in histories["assistant"]] == ["plan", "1", "2"]
 
 
 async def test_trailing_slashes_are_served_like_the_paths_without(client, alice: Account, sales: str, agents,

@@ -7,10 +7,13 @@ walk-through runs; CI leaves them alone."""
 from __future__ import annotations
 
 import asyncio
+import html
+import http.server
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -343,3 +346,137 @@ async def test_another_users_namespace_is_not_visible_and_forms_need_their_csrf_
     await expect(page.get_by_role("heading", name="Form refused")).to_be_visible()
     await console.shot("refused")
     assert console.errors == []
+
+
+class Attacker:
+    """A page on another loopback port of the same host: same site as the console (a site is
+    the scheme and host; ports do not count), so the browser sends the console's SameSite=Lax
+    cookies with the forms it posts, and cookies it sets reach the console."""
+
+    def __init__(self, pages: dict[str, tuple[str, list[str]]]) -> None:
+        self.pages = pages  # path -> (html, set-cookie headers)
+        served = self.pages
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                html, cookies = served.get(self.path, ("not here", []))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                for cookie in cookies:
+                    self.send_header("Set-Cookie", cookie)
+                self.end_headers()
+                self.wfile.write(html.encode())
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.base = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def auto_post(action: str, fields: dict[str, str]) -> str:
+    inputs = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items()
+    )
+    return (f'<form id="f" method="post" action="{html.escape(action)}">{inputs}</form>'
+            '<script>document.getElementById("f").submit()</script>')  # fmt: skip
+
+
+async def minted_pair(base: str) -> tuple[str, str]:
+    """What any visitor gets from the console without signing in: a CSRF cookie and the form
+    token its pages carry."""
+    async with httpx.AsyncClient() as http_client:
+        page = await http_client.get(base + "/signin")
+    token = re.search(r'name="csrf-token" content="([^"]+)"', page.text)
+    assert token, page.text[:300]
+    return http_client.cookies["datawell_csrf"], token.group(1)
+
+
+async def test_a_same_site_page_cannot_post_with_a_minted_csrf_pair(console: Console) -> None:
+    """The attack of issue 26: a page on another port of the host plants a CSRF cookie it
+    minted and auto-posts the matching token to clear the victim's dataset and to create one."""
+    await console.sign_in("alice")
+    await create_dataset(console, "victim", {"item": "An item"})
+    await upload(console, "victim.csv", "item\napple\npear\n", 2)
+    cookie, token = await minted_pair(console.server.base)
+    base = console.server.base
+    planted = [f"datawell_csrf={cookie}; Path=/; SameSite=Lax"]
+    attacker = Attacker(
+        {
+            "/clear": (auto_post(f"{base}/datasets/alice/shop/victim/clear", {"csrf": token}), planted),
+            "/new": (
+                auto_post(f"{base}/new-dataset", {"csrf": token, "namespace": "shop", "name": "planted", "field": "x"}),
+                planted,
+            ),
+        }
+    )
+    try:
+        page = await console.page.context.new_page()
+        for path in ("/clear", "/new"):
+            await page.goto(attacker.base + path)
+            await page.wait_for_load_state("networkidle")
+        await page.close()
+    finally:
+        attacker.close()
+    alice = {"Authorization": f"Bearer {console.server.tokens['alice']}"}
+    created = await asyncio.to_thread(httpx.get, f"{base}/api/v1/datasets/alice/shop/planted", headers=alice)
+    await console.go("/datasets/alice/shop/victim")
+    rows = await console.page.locator("[data-row-count]").text_content()
+    assert (rows, created.status_code) == ("2", 404)
+    # The victim's own session still works (the planted cookie did not end it).
+    await console.go("/datasets/alice/shop/victim/clear")
+    await console.page.get_by_role("button", name="Clear victim").click()
+    await expect(console.page.get_by_text(re.compile(r"Cleared shop/victim: 2 rows"))).to_be_visible()
+
+
+async def test_a_same_site_frame_of_tokens_does_not_render_signed_in(console: Console) -> None:
+    """Issue 26: a page on another port framed /tokens and it loaded signed in (the frame is
+    same-site, so the session cookie went along). X-Frame-Options and frame-ancestors refuse it."""
+    await console.sign_in("alice")
+    attacker = Attacker({"/frame": (f'<iframe name="victim" src="{console.server.base}/tokens"></iframe>', [])})
+    try:
+        page = await console.page.context.new_page()
+        await page.goto(attacker.base + "/frame")
+        await page.wait_for_load_state("networkidle")
+        frame = page.frame(name="victim")
+        assert frame is not None
+        framed = await frame.content()
+        await page.close()
+    finally:
+        attacker.close()
+    assert "Sign out" not in framed and "alice" not in framed and "Issue a token" not in framed
+    await console.go("/tokens")
+    await expect(console.page.get_by_role("button", name="Issue a token")).to_be_visible()
+
+
+async def test_a_same_site_page_cannot_sign_the_victim_in_as_someone_else(console: Console) -> None:
+    """Login CSRF: the sign-in form's token is bound to the visitor cookie, which a page on
+    another port can mint and plant; it posts the attacker's own token, and the victim would
+    work (upload, ask) in the attacker's account. Browsers say where a request comes from
+    (`Sec-Fetch-Site: same-site`), and the console refuses unsafe requests from other origins.
+    (A signed-in victim is safe anyway: the form's token is then bound to the session.)"""
+    await console.go("/signin")
+    cookie, token = await minted_pair(console.server.base)
+    attacker = Attacker(
+        {
+            "/signin": (
+                auto_post(f"{console.server.base}/signin", {"csrf": token, "token": console.server.tokens["bob"]}),
+                [f"datawell_csrf={cookie}; Path=/; SameSite=Lax"],
+            )
+        }
+    )
+    try:
+        page = await console.page.context.new_page()
+        await page.goto(attacker.base + "/signin")
+        await page.wait_for_load_state("networkidle")
+        await page.close()
+    finally:
+        attacker.close()
+    await console.go("/tokens")
+    await expect(console.page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await console.sign_in("alice")

@@ -7,7 +7,7 @@ import re
 import httpx
 
 from datawell.services import Services
-from tests.conftest import Account
+from tests.conftest import Account, Running
 
 
 def csrf_of(page: httpx.Response) -> str:
@@ -111,3 +111,82 @@ async def test_tokens_issue_and_revoke(client: httpx.AsyncClient, alice: Account
     assert "revoked" in (await client.get("/tokens")).text
     others = await client.post(f"/tokens/{bob.token_id}/revoke", data={"csrf": csrf})
     assert others.status_code == 404
+
+
+async def test_a_minted_visitor_pair_does_not_pass_for_a_session(
+    client: httpx.AsyncClient, service: Running, alice: Account, bob: Account, sales: str
+) -> None:
+    """Issue 26: the form token was HMAC(key, CSRF cookie), so any visitor could mint a pair and
+    a same-site page could plant it. A token is now bound to the session: neither a visitor's
+    pair nor another user's session pair passes for alice's session."""
+    transport = httpx.ASGITransport(app=service.asgi, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as attacker:
+        minted = csrf_of(await attacker.get("/signin"))
+        minted_cookie = attacker.cookies["datawell_csrf"]
+        bobs = await sign_in(attacker, bob)
+    await sign_in(client, alice)
+    client.cookies.set("datawell_csrf", minted_cookie)
+    for token in (minted, bobs):
+        forged = await client.post("/new-dataset", data={"csrf": token, "namespace": "sales", "name": "planted"})
+        assert forged.status_code == 403
+        api = await client.post("/api/v1/ingest/new/sales/planted", json={"schemaDefinition": {"a": "b"}},
+                                headers={"X-CSRF-Token": token})  # fmt: skip
+        assert api.status_code == 401
+    assert (await client.get("/api/v1/datasets/alice/sales/planted", headers=alice.headers)).status_code == 404
+    own = csrf_of(await client.get("/new-dataset"))
+    created = await client.post("/new-dataset", data={"csrf": own, "namespace": "sales", "name": "mine",
+                                                      "field": "a", "field_description": "A"})  # fmt: skip
+    assert created.status_code == 303
+
+
+async def test_every_console_response_carries_the_security_headers(client: httpx.AsyncClient, alice: Account) -> None:
+    await sign_in(client, alice)
+    for path in ("/signin", "/", "/tokens", "/static/console.css"):
+        response = await client.get(path)
+        assert response.headers["x-frame-options"] == "DENY", path
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy, path
+        assert "'unsafe-inline'" not in policy and "'unsafe-eval'" not in policy
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "same-origin"
+        assert (response.headers.get("cache-control") == "no-store") == (not path.startswith("/static/")), path
+    assert "x-frame-options" not in (await client.get("/api/v1/build-specs", headers=alice.headers)).headers
+
+
+async def test_over_https_the_cookies_are_host_prefixed(service: Running, alice: Account) -> None:
+    transport = httpx.ASGITransport(app=service.asgi, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://testserver") as https:
+        page = await https.get("/signin")
+        assert [c.split("=")[0] for c in page.headers.get_list("set-cookie")] == ["__Host-datawell_csrf"]
+        response = await https.post("/signin", data={"csrf": csrf_of(page), "token": alice.token})
+        cookies = {c.split("=")[0]: c for c in response.headers.get_list("set-cookie")}
+        assert set(cookies) == {"__Host-datawell_session", "__Host-datawell_csrf"}
+        assert all("Secure" in c and "Path=/" in c and "Domain" not in c for c in cookies.values())
+        assert (await https.get("/tokens")).status_code == 200
+        # A plain-named cookie (which any page of the site could set over http) is no session here.
+        session = https.cookies["__Host-datawell_session"]
+        https.cookies.clear()
+        https.cookies.set("datawell_session", session)
+        assert (await https.get("/tokens")).status_code == 303
+
+
+async def test_unsafe_requests_a_browser_marks_as_from_another_origin_are_refused(
+    client: httpx.AsyncClient, service: Running, alice: Account
+) -> None:
+    """Fetch Metadata: even with the right token, a form a browser sends from another origin of
+    the site (another port: `same-site`) or another site is refused; the sign-in form too."""
+    own = await sign_in(client, alice)
+    form = {"csrf": own, "namespace": "sales", "name": "x", "field": "a", "field_description": "A"}
+    for where in ("same-site", "cross-site"):
+        assert (await client.post("/new-dataset", data=form, headers={"Sec-Fetch-Site": where})).status_code == 403
+        api = await client.post("/api/v1/ingest/new/sales/x", json={"schemaDefinition": {"a": "b"}},
+                                headers={"X-CSRF-Token": own, "Sec-Fetch-Site": where})  # fmt: skip
+        assert api.status_code == 401
+    transport = httpx.ASGITransport(app=service.asgi, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as visitor:
+        page = await visitor.get("/signin")
+        login = {"csrf": csrf_of(page), "token": alice.token}
+        assert (await visitor.post("/signin", data=login, headers={"Sec-Fetch-Site": "same-site"})).status_code == 403
+        assert (await visitor.post("/signin", data=login, headers={"Sec-Fetch-Site": "same-origin"})).status_code == 303
+    created = await client.post("/new-dataset", data=form, headers={"Sec-Fetch-Site": "same-origin"})
+    assert created.status_code == 303

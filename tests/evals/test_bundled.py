@@ -93,7 +93,7 @@ async def test_curator_gold_links_score_one(tmp_path: Path) -> None:
     assert [r.metrics["f1"] for r in results] == [1.0] * len(suite.cases)
 
 
-@pytest.mark.parametrize("name", ["nl2ql", "erp", "assistant", "curator"])
+@pytest.mark.parametrize("name", ["nl2ql", "erp", "dev", "assistant", "curator"])
 async def test_bundled_suites_through_the_real_graphs_with_the_scripted_oracle(tmp_path: Path, name: str) -> None:
     """Plumbing: the real graphs driven by the oracle score the suite's threshold or better."""
     suite = load_suite(name)

@@ -152,7 +152,14 @@ def test_prompt_dir_reaches_the_graphs(tmp_path: Path, monkeypatch: pytest.Monke
 def test_list_shows_bundled_suites() -> None:
     result = invoke("list")
     assert result.exit_code == 0
-    assert [line.split("\t")[0] for line in result.output.splitlines()] == ["assistant", "curator", "erp", "nl2ql"]
+    assert [line.split("\t")[0] for line in result.output.splitlines()] == [
+        "assistant",
+        "curator",
+        "dev",
+        "erp",
+        "extract",
+        "nl2ql",
+    ]
 
 
 def test_all_runs_every_suite_into_its_folder_and_writes_one_summary(

@@ -92,7 +92,7 @@ def test_bad_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_unknown_suite_names_the_bundled_ones() -> None:
-    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, erp, nl2ql"):
+    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, dev, erp, extract, nl2ql"):
         load_suite("no-such-suite")
 
 
@@ -126,3 +126,30 @@ def test_fixture_rows_are_typed() -> None:
     rows = load_fixture("library").rows("loans")
     out = [r for r in rows if r["returned_on"] is None]
     assert out and isinstance(rows[0]["late_fee"], float) and rows[0]["loaned_on"].tzinfo is not None
+
+
+def test_an_extract_suite_needs_its_file_schema_and_rows(tmp_path: Path) -> None:
+    body = """
+name: files
+kind: extract
+cases:
+  - id: missing
+    vars: {file: files/nope.csv, fields: {price: Unit price}}
+    expected: {key: sku, rows: [{price: 1.5, colour: red}]}
+  - id: empty
+    vars: {}
+"""
+    with pytest.raises(SuiteError) as error:
+        load_suite(write_suite(tmp_path, body))
+    message = str(error.value)
+    assert "cases.0 (missing): vars.file 'files/nope.csv' does not exist beside the suite" in message
+    assert "expected.rows name fields not in vars.fields: ['colour']" in message
+    assert "expected.key 'sku' is not one of vars.fields" in message
+    assert "cases.1 (empty): vars.file is required" in message
+    assert "cases.1 (empty): expected.rows is required" in message
+
+
+def test_other_suites_still_need_a_fixture(tmp_path: Path) -> None:
+    body = "name: q\nkind: nl2ql\ncases:\n  - {id: a, vars: {question: q}, expected: {query: SELECT 1}}\n"
+    with pytest.raises(SuiteError, match="fixtures: a suite of this kind needs at least one fixture"):
+        load_suite(write_suite(tmp_path, body))

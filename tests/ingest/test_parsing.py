@@ -207,3 +207,29 @@ def test_column_coercion_fast_and_slow_paths_agree() -> None:
         with pytest.raises(Misfit) as caught:
             coerce_column(values, kind)
         assert caught.value.index == index
+
+
+def test_nested_json_keys_are_columns_of_their_own(tmp_path: Path) -> None:
+    path = tmp_path / "members.json"
+    records = [
+        {"id": 1, "name": {"first": "Ana", "last": "Silva"}, "plan": {"fee": {"eur": 19.9}}},
+        {"id": 2, "name": {"first": "Jonas"}, "plan": None},
+    ]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    table = tabular.JsonTable(path)
+    assert table.columns == ["id", "name", "plan", "name.first", "name.last", "plan.fee", "plan.fee.eur"]
+    rows = next(table.batches(10)).rows
+    assert rows[0][3:] == ["Ana", "Silva", {"eur": 19.9}, 19.9]
+    assert rows[1][3:] == ["Jonas", None, None, None]
+
+
+def test_an_xlsx_title_row_and_a_two_row_header_name_the_columns() -> None:
+    rows = [
+        ["Regional sales 2024", None, None, None, None],
+        ["Region", "Q1", None, "Q2", None],
+        [None, "Units", "Revenue", "Units", "Revenue"],
+        ["North", 1200, 54000.5, 1350, 60750.0],
+    ]
+    assert tabular.header_of(rows) == (3, ["Region", "Q1 Units", "Q1 Revenue", "Q2 Units", "Q2 Revenue"])
+    # A plain header stays one row, even when the first data row is all text.
+    assert tabular.header_of([["name", "city"], ["Ana", "Lisbon"]]) == (1, ["name", "city"])

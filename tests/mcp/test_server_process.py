@@ -67,7 +67,7 @@ async def test_mcp_over_real_http(bob: Account, server: httpx.AsyncClient, token
     ]
     assert refused.is_error
     assert refused.content[0].text == "FORBIDDEN: user 'alice' has no read access to namespace bob/crm"
-    assert hostile.is_error and hostile.structured_content["errorCode"] == "QUERY_ERROR"
+    assert hostile.is_error and hostile.meta["errorCode"] == "QUERY_ERROR"
     assert '"dataset": "orders"' in schema.contents[0].text
 
     unauthenticated = await server.post(MCP_PATH, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -80,3 +80,24 @@ async def test_mcp_over_real_http(bob: Account, server: httpx.AsyncClient, token
     except* MCPError as group:
         failed = list(group.exceptions)
     assert failed
+
+
+async def test_origin_over_real_http(server: httpx.AsyncClient, token: str) -> None:  # noqa: F811
+    """The service's own origins are where it listens (and the loopback names of that port); a
+    DNS-rebinding page has its own name in both Origin and Host, and is refused."""
+    base = str(server.base_url).rstrip("/")
+    port = base.rsplit(":", 1)[1]
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+    list_tools = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for origin, host, status in [
+        (base, None, 200),
+        (f"http://localhost:{port}", None, 200),
+        (f"http://evil.example.com:{port}", f"evil.example.com:{port}", 403),
+        ("http://evil.example.com", None, 403),
+    ]:
+        sent = {**headers, "Origin": origin, **({"Host": host} if host else {})}
+        response = await server.post(MCP_PATH, json=list_tools, headers=sent)
+        assert response.status_code == status, (origin, response.text)
+        if status == 403:
+            assert response.json()["error_code"] == "FORBIDDEN"

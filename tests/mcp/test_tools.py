@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import httpx
+import jsonschema
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from datawell.services import Services
 from tests.conftest import Account
 from tests.fake_runs import ANSWER, NL2QL_QUERY, NL2QL_ROWS, PLAN, FakeRuns
 from tests.mcp.conftest import MCP_PATH, TOOL_NAMES, Connect
@@ -162,7 +164,7 @@ async def test_another_users_namespace_is_a_tool_error(connect: Connect, bob: Ac
             result = await mcp.call_tool(name, {"namespace": "alice/sales", **arguments})
             assert result.is_error
             assert result.content[0].text == "FORBIDDEN: user 'bob' has no read access to namespace alice/sales"
-            assert result.structured_content["errorCode"] == "FORBIDDEN"
+            assert result.structured_content is None and result.meta["errorCode"] == "FORBIDDEN"
     assert fake.requests == []
 
 
@@ -180,7 +182,7 @@ async def test_hostile_queries_are_refused_by_the_checker(connect: Connect, alic
     async with connect(alice) as mcp:
         result = await mcp.call_tool("run_query", {"namespace": "sales", "query": query})
     assert result.is_error
-    assert result.structured_content["errorCode"] == "QUERY_ERROR"
+    assert result.structured_content is None and result.meta["errorCode"] == "QUERY_ERROR"
     assert result.content[0].text.startswith("QUERY_ERROR: ")
 
 
@@ -191,9 +193,11 @@ async def test_bad_arguments_and_unknown_tools(connect: Connect, alice: Account,
         nowhere = await mcp.call_tool("list_links", {"namespace": "nobody"})
         with pytest.raises(MCPError) as unknown:
             await mcp.call_tool("drop_everything", {})
-    assert missing.is_error and missing.structured_content["errorCode"] == "VALIDATION_ERROR"
-    assert "query: Field required" in missing.content[0].text
-    assert malformed.structured_content["errorCode"] == "VALIDATION_ERROR"
+    assert missing.is_error and missing.meta["errorCode"] == "VALIDATION_ERROR"
+    assert missing.content[0].text == "VALIDATION_ERROR: the tool arguments are invalid\n- query: Field required"
+    assert missing.meta["subErrors"] == [{"code": "missing", "message": "query: Field required"}]
+    assert malformed.meta["errorCode"] == "VALIDATION_ERROR"
+    assert [r.structured_content for r in (missing, malformed, nowhere)] == [None] * 3
     assert nowhere.content[0].text == "NOT_FOUND: namespace alice/nobody does not exist"
     assert "no tool named 'drop_everything'" in unknown.value.message
 
@@ -241,3 +245,88 @@ async def test_trailing_slash_and_no_sessions(client: httpx.AsyncClient, alice: 
         assert response.status_code == 200
         assert "mcp-session-id" not in response.headers
     assert (await client.get(MCP_PATH, headers=headers)).status_code == 405
+
+
+async def test_results_match_their_output_schema_and_errors_carry_none(
+    connect: Connect, alice: Account, shop: str
+) -> None:
+    """What the TypeScript SDK checks: structured content, whenever present (on errors too),
+    validates against the tool's outputSchema; a tool error carries none."""
+    calls = [
+        ("describe_dataset", {"namespace": "sales", "dataset": "orders"}),
+        ("run_query", {"namespace": "sales", "query": "SELECT * FROM orders"}),
+        ("list_datasets", {}),
+        ("describe_dataset", {"namespace": "sales", "dataset": "nothing"}),
+        ("run_query", {"namespace": "sales"}),
+        ("run_query", {"namespace": "sales", "query": "SELECT nope FROM orders"}),
+    ]
+    async with connect(alice) as mcp:
+        schemas = {tool.name: tool.output_schema for tool in (await mcp.list_tools()).tools}
+        results = [(name, await mcp.call_tool(name, arguments)) for name, arguments in calls]
+    assert [r.is_error for _, r in results] == [False, False, False, True, True, True]
+    for name, result in results:
+        if result.is_error:
+            assert result.structured_content is None
+        else:
+            jsonschema.validate(result.structured_content, schemas[name])
+    samples = schemas["describe_dataset"]["$defs"]["FieldDescription"]["properties"]["samples"]
+    assert samples["items"] == {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "number"}]}
+    placed = next(f for f in results[0][1].structured_content["fields"] if f["name"] == "placed")
+    assert all(isinstance(v, str) for v in placed["samples"]) and len(placed["samples"]) == 2
+
+
+JSON_RPC = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}
+
+
+def assert_error(response: httpx.Response, status: int, code: str, rpc_code: int) -> dict:
+    """An MCP transport error: an ErrorResponse and a JSON-RPC error in one body."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error_code"] == code and body["message"] and body["sub_errors"] == []
+    assert body["jsonrpc"] == "2.0" and body["error"]["code"] == rpc_code
+    assert body["error"]["data"] == {"errorCode": code} and body["error"]["message"] == body["message"]
+    return body
+
+
+async def test_transport_errors_are_error_responses_and_json_rpc_errors(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    headers = {**alice.headers, **JSON_RPC}
+    plain = await client.post(
+        MCP_PATH, content=json.dumps(LIST_TOOLS), headers={**headers, "Content-Type": "text/plain"}
+    )
+    assert "application/json" in assert_error(plain, 415, "UNSUPPORTED_MEDIA_TYPE", -32602)["message"]
+    unparsable = await client.post(MCP_PATH, content=b"{nope", headers={**headers, "Content-Type": "application/json"})
+    assert_error(unparsable, 422, "VALIDATION_ERROR", -32700)
+    not_rpc = await client.post(MCP_PATH, json={"hello": 1}, headers=headers)
+    assert_error(not_rpc, 422, "VALIDATION_ERROR", -32602)
+    fine = await client.post(MCP_PATH, json=LIST_TOOLS, headers=headers)
+    assert fine.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        (None, 200),
+        ("http://testserver", 200),  # the service's own origin (where it listens)
+        ("http://TESTSERVER:80", 200),
+        ("https://studio.example.com", 200),  # DATAWELL_MCP_ALLOWED_ORIGINS
+        ("http://evil.example.com", 403),
+        ("http://testserver:8080", 403),  # another port of the same host is another origin
+        ("https://testserver", 403),
+        ("null", 403),
+    ],
+)
+async def test_a_foreign_origin_is_refused(
+    client: httpx.AsyncClient, services: Services, alice: Account, origin: str | None, status: int
+) -> None:
+    """DNS rebinding (MCP transport, 2025-11-25): a browser page on another origin must not
+    reach the endpoint, even with a valid token."""
+    services.settings.mcp_allowed_origins = ["https://studio.example.com"]
+    headers = {**alice.headers, **JSON_RPC, **({"Origin": origin} if origin else {})}
+    response = await client.post(MCP_PATH, json=LIST_TOOLS, headers=headers)
+    if status == 403:
+        assert origin in assert_error(response, 403, "FORBIDDEN", -32602)["message"]
+    else:
+        assert response.status_code == 200, response.text

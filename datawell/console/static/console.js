@@ -1,14 +1,27 @@
-// The console's own scripts: the schema editor's rows and the multipart upload.
+// The console's own scripts, on every page: the schema editor's rows, the ask form, the
+// "Go back" link and the multipart upload. The pages' Content-Security-Policy runs no inline
+// script, so every behaviour lives here (see datawell/console/headers.py).
 // The upload calls the REST API with the session cookie; unsafe calls carry the page's
 // CSRF token in X-CSRF-Token (see datawell/console/session.py).
 (function () {
   "use strict";
   const csrf = document.querySelector('meta[name="csrf-token"]').content;
 
+  // The ask form empties its question once the question was accepted.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.target;
+    if (event.detail.successful && form.matches && form.matches("[data-clear-on-success]")) {
+      form.querySelector("textarea").value = "";
+    }
+  });
+
   // Schema editor: add and remove field rows.
   document.addEventListener("click", function (event) {
     const target = event.target;
-    if (target.matches("[data-add-field]")) {
+    if (target.matches("[data-back]") && window.history.length > 1) {
+      event.preventDefault();
+      window.history.back();
+    } else if (target.matches("[data-add-field]")) {
       const rows = document.getElementById("fields");
       const row = rows.querySelector(".field-row").cloneNode(true);
       row.querySelectorAll("input").forEach(function (input) { input.value = ""; });

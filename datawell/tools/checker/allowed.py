@@ -66,7 +66,7 @@ _FUNCTIONS: tuple[type[exp.Expr], ...] = (
     exp.StrPosition, exp.Left, exp.Right, exp.Initcap, exp.Pad, exp.Reverse, exp.SplitPart,
     # time
     exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentTime,
-    exp.Date, exp.TimeToStr, exp.StrToTime, exp.StrToDate,
+    exp.Date, exp.TimeToStr, exp.StrToTime, exp.StrToDate, exp.UnixToTime,
 )  # fmt: skip
 ALLOWED: frozenset[type[exp.Expr]] = frozenset(_STRUCTURE + _OPERATORS + _FUNCTIONS)
 ALLOWED_TYPES = frozenset(
@@ -84,7 +84,7 @@ FUNCTION_NAMES = sorted(
 
 ADAPTABLE = (
     exp.Extract, exp.TimestampTrunc, exp.DateTrunc, exp.Left, exp.Right, exp.Concat, exp.Round, exp.StrToDate,
-    exp.StrToTime, exp.Rand, exp.Log, exp.Initcap, exp.Pad, exp.Reverse,
+    exp.StrToTime, exp.Rand, exp.Log, exp.Initcap, exp.Pad, exp.Reverse, exp.UnixToTime,
 )  # fmt: skip
 
 

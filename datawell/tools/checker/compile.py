@@ -124,7 +124,7 @@ def _kind(node: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> str 
         return _kind(node.this, resolved)
     if isinstance(node, exp.Cast):
         return {exp.DType.TIMESTAMP: NAIVE_TIMESTAMP, exp.DType.TIMESTAMPTZ: "timestamp"}.get(node.to.this)
-    if isinstance(node, exp.StrToTime | exp.CurrentTimestamp):
+    if isinstance(node, exp.StrToTime | exp.UnixToTime | exp.CurrentTimestamp):
         return "timestamp"
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
         return NAIVE_TIMESTAMP if _kind(node.this, resolved) == NAIVE_TIMESTAMP else "timestamp"

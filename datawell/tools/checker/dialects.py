@@ -94,6 +94,8 @@ def _to_sqlite(node: exp.Expr) -> exp.Expr:
         kind = "date" if isinstance(node, exp.StrToDate) else "timestamp"
         fmt = node.args.get("format") or exp.Literal.string("%Y-%m-%d")
         return exp.Anonymous(this=STRPTIME_FUNCTION, expressions=[node.this, fmt, exp.Literal.string(kind)])
+    if isinstance(node, exp.UnixToTime):  # to_timestamp(seconds since 1970)
+        return exp.Anonymous(this="DATETIME", expressions=[node.this, exp.Literal.string("unixepoch")])
     if isinstance(node, exp.Left):
         return exp.Substring(this=node.this, start=exp.Literal.number(1), length=node.expression)
     if isinstance(node, exp.Right):
