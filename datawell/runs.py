@@ -50,6 +50,7 @@ from datawell.graphs.memory import finished_turn
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.nodes import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
+from datawell.graphs.view import NamespaceView
 from datawell.llm.models import Stage, StageChoices
 from datawell.observability import recorder as recording
 from datawell.observability.recorder import RunRecorder
@@ -57,7 +58,7 @@ from datawell.observability.records import RunRecord
 from datawell.scheduler import Priority, Ticket
 from datawell.services import Services
 from datawell.storage import agent_runs, run_records
-from datawell.storage.access import NamespaceRef, Permission, require
+from datawell.storage.access import Caller, NamespaceRef, Permission, require
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
 from datawell.storage.tables import Conversation, RunRow, User, new_id, utcnow
 from datawell.tools.pruning import PruneLimits, SchemaPruner
@@ -130,17 +131,17 @@ class Runs:
 
     async def start_nl2ql(self, request: AskRequest) -> Run:
         self._check_question(request.question)
-        await self._require(request.user, request.namespace, Permission.READ)
+        caller = await self._caller(request)
         self._check_models(request.choices, "query")
         run_id = new_id()
-        events = ending_in_failure(self.nl2ql_events(request))
+        events = ending_in_failure(self.nl2ql_events(request, caller))
         return self._scheduled(
             self._enter(request.user), self.recorded(run_id, "nl2ql", request, events), run_id=run_id
         )
 
     async def start_assistant(self, request: AskRequest) -> Run:
         self._check_question(request.question)
-        await self._require(request.user, request.namespace, Permission.READ)
+        caller = await self._caller(request)
         self._check_models(request.choices, "plan", "query", "answer")
         ticket = self._enter(request.user)  # before the conversation: a refused run leaves none
         try:
@@ -151,7 +152,7 @@ class Runs:
             ticket.release()
             raise
         events = self.ending_agent_run(
-            record.id, conversation_id, ending_in_failure(self.assistant_events(request, conversation_id))
+            record.id, conversation_id, ending_in_failure(self.assistant_events(request, caller, conversation_id))
         )
         return self._scheduled(
             ticket, self.recorded(record.id, "assistant", request, events), conversation_id, record.id
@@ -237,10 +238,10 @@ class Runs:
         except Exception:  # the answer stands without its record
             log.exception("run %s was not recorded", record.id)
 
-    async def nl2ql_events(self, request: AskRequest) -> Events:
+    async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
         graph = build_query_graph(query_deps(self.services))
         context = QueryContext(
-            user=request.user,
+            caller=caller,
             namespace=request.namespace,
             choices=request.choices,
             helper_prompt=request.helper_prompt or "",
@@ -264,12 +265,12 @@ class Runs:
         if outcome.error:
             raise QueryError(outcome.error)
 
-    async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+    async def assistant_events(self, request: AskRequest, caller: Caller, conversation_id: str) -> Events:
         yield RunStarted(conversation_id=conversation_id)
         deps = assistant_deps(self.services)
         graph = build_assistant_graph(deps, await self.services.memory.saver())
         context = AssistantContext(
-            user=request.user,
+            caller=caller,
             namespace=request.namespace,
             choices=request.choices,
             helper_prompt=request.helper_prompt or "",
@@ -326,6 +327,13 @@ class Runs:
         # its ticket goes back when the stream is collected.
         weakref.finalize(stream, ticket.release).atexit = False
         return Run(stream, conversation_id, run_id)
+
+    async def _caller(self, request: AskRequest) -> Caller:
+        """The asking user's access, read once for the whole run: 403 unless they may read the namespace."""
+        async with self.services.db.read() as session:
+            caller = await Caller.of(session, request.user)
+        caller.require_read(request.namespace)
+        return caller
 
     async def _require(self, user: User, namespace: NamespaceRef, wanted: Permission) -> None:
         async with self.services.db.session() as session:
@@ -414,15 +422,19 @@ def query_deps(services: Services) -> QueryDeps:
         tools=s.query_tools,
         models=s.models,
         prompts=s.prompts,
-        db=s.db,
+        view=NamespaceView(
+            s.query_tools,
+            pruner=SchemaPruner(
+                s.embedder,
+                PruneLimits(
+                    s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep
+                ),
+            ),
+            examples=s.examples,
+            few_shot=s.settings.query_few_shot,
+        ),
         max_attempts=s.settings.query_max_attempts,
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
-        pruner=SchemaPruner(
-            s.embedder,
-            PruneLimits(s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep),
-        ),
-        examples=s.examples,
-        few_shot=s.settings.query_few_shot,
         name_columns=s.settings.query_name_columns,
         match_literals=s.settings.query_match_literals,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,

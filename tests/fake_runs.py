@@ -24,6 +24,7 @@ from datawell.graphs.events import (
 )
 from datawell.runs import AskRequest, Events, Run, Runs
 from datawell.services import Services
+from datawell.storage.access import Caller
 
 PLAN = ["Count the orders per customer", "Find the customer with the most orders"]
 QUERIES = [
@@ -76,7 +77,7 @@ class CannedRuns(Runs):
         self.script.requests.append(request)
         return run
 
-    async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+    async def assistant_events(self, request: AskRequest, caller: Caller, conversation_id: str) -> Events:
         script = self.script
         _, questions = script.conversations.setdefault(conversation_id, (request.user.username, []))
         earlier = list(questions)
@@ -108,7 +109,7 @@ class CannedRuns(Runs):
             if not finished:
                 script.closed.set()
 
-    async def nl2ql_events(self, request: AskRequest) -> Events:
+    async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
         yield QueryGenerated(query=NL2QL_QUERY, reasoning="totals over 100")
         if self.script.fail == "event":
             yield RunFailed(error=QueryError("no column named 'totl'"))

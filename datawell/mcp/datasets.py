@@ -12,11 +12,11 @@ from pydantic import Field
 
 from datawell.mcp.calls import Call, NamespaceArguments, ToolSpec, readable_namespace
 from datawell.mcp.results import WireModel, tool_result
-from datawell.ontology.links import active_links
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef, Permission, permission_of, readable_namespaces
 from datawell.storage.datasets import DatasetRef, get_dataset, list_datasets
 from datawell.storage.hints import ColumnHint
+from datawell.storage.links import active_links
 from datawell.storage.tables import User
 from datawell.tools.catalog import describe_values, table_info, with_contents
 

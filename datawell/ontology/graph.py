@@ -17,7 +17,8 @@ from itertools import islice, pairwise
 import networkx as nx
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from datawell.ontology.links import FieldRef, active_links, links_version
+from datawell.ontology.links import FieldRef, links_version
+from datawell.storage.links import active_links
 
 _cache: dict[str, tuple[tuple[int, int], nx.MultiGraph]] = {}
 

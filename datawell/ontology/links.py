@@ -20,11 +20,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import NotFound
+from datawell.storage.links import ACTIVE, SUGGESTED
 from datawell.storage.tables import Link, LinkVersion, utcnow
-
-SUGGESTED = "Suggested"
-ACTIVE = "Active"
-STATUSES = (SUGGESTED, ACTIVE)
 
 _REFERENCE = re.compile(r"(?P<namespace>[^/]+)/(?P<dataset>[^./]+)\.(?P<fields>[A-Za-z0-9_]+(,[A-Za-z0-9_]+)?)")
 
@@ -68,16 +65,6 @@ class NewLink:
     hits: int
     score: float
     reason: str
-
-
-async def active_links(session: AsyncSession, namespace_id: str) -> list[Link]:
-    """The namespace's active links (`origin`/`destination` as `namespace/dataset.field`)."""
-    rows = await session.execute(
-        select(Link)
-        .where(Link.namespace_id == namespace_id, Link.status == ACTIVE)
-        .order_by(Link.origin, Link.destination)
-    )
-    return list(rows.scalars())
 
 
 async def list_links(

@@ -3,12 +3,13 @@ another user `read` or `write` on one namespace. Every layer asks here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import Forbidden, NotFound
@@ -69,19 +70,43 @@ async def ensure_namespace(session: AsyncSession, owner: User, name: str) -> Nam
     return NamespaceRef(id=namespace.id, owner=owner.username, name=name)
 
 
-async def permission_of(session: AsyncSession, user: User, namespace: NamespaceRef) -> Permission | None:
-    if namespace.owner == user.username:
+# The access rule, written once: a namespace's owner may write it; anyone else holds what
+# their grant says, or nothing. Every path reads the namespace and the caller's grant with
+# the one SQL below (the ORM sessions through `text`, the direct driver as is, the query
+# tools once per run into a `Caller`) and decides with `held`.
+ACCESS_COLUMNS = "namespaces.id, users.username, namespaces.name, grants.permission"
+ACCESS_FROM = (
+    "namespaces JOIN users ON users.id = namespaces.owner_id"
+    " LEFT JOIN grants ON grants.namespace_id = namespaces.id AND grants.user_id = $1"
+)
+NAMED = "users.username = $2 AND namespaces.name = $3"
+READABLE = "namespaces.owner_id = $1 OR grants.id IS NOT NULL"
+
+
+def held(username: str, row: Sequence[Any]) -> Permission | None:
+    """What `username` holds on the namespace of an access row (`ACCESS_COLUMNS` first)."""
+    if row[1] == username:
         return Permission.WRITE
-    grant = (
-        await session.execute(
-            select(Grant.permission).where(Grant.namespace_id == namespace.id, Grant.user_id == user.id)
-        )
-    ).scalar_one_or_none()
-    return None if grant is None else Permission(grant)
+    return None if row[3] is None else Permission(row[3])
 
 
-def allows(held: Permission | None, wanted: Permission) -> bool:
-    return held is Permission.WRITE or (held is Permission.READ and wanted is Permission.READ)
+def allows(permission: Permission | None, wanted: Permission) -> bool:
+    return permission is Permission.WRITE or (permission is Permission.READ and wanted is Permission.READ)
+
+
+async def _access_rows(session: AsyncSession, where: str, *args: Any) -> list[Sequence[Any]]:
+    """Access rows through an ORM session: the direct driver's `$n` placeholders, bound by name."""
+    sql = re.sub(r"\$(\d)", r":p\1", f"SELECT {ACCESS_COLUMNS} FROM {ACCESS_FROM} WHERE {where}")
+    return list(await session.execute(text(sql), {f"p{i}": a for i, a in enumerate(args, start=1)}))
+
+
+def _ref(row: Sequence[Any]) -> NamespaceRef:
+    return NamespaceRef(id=row[0], owner=row[1], name=row[2])
+
+
+async def permission_of(session: AsyncSession, user: User, namespace: NamespaceRef) -> Permission | None:
+    rows = await _access_rows(session, "namespaces.id = $2", user.id, namespace.id)
+    return held(user.username, rows[0]) if rows else None
 
 
 async def require_seen(
@@ -89,10 +114,10 @@ async def require_seen(
 ) -> None:
     """For something found by its id in `namespace`: `missing` (404) when `user` cannot even
     read the namespace, so its existence does not leak; 403 when they may read but want write."""
-    held = await permission_of(session, user, namespace)
-    if held is None:
+    permission = await permission_of(session, user, namespace)
+    if permission is None:
         raise missing
-    if not allows(held, wanted):
+    if not allows(permission, wanted):
         raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
 
 
@@ -110,44 +135,51 @@ async def require(session: AsyncSession, user: User, namespace: NamespaceRef, wa
         raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
 
 
-def access_query(user: User, owner: str, name: str) -> Select[str, str | None]:
-    """The namespace `owner/name` and the user's grant on it (null when none), in one row;
-    callers add the columns of what they read from it, so access and data come in one query."""
-    return (
-        select(Namespace.id, Grant.permission)
-        .join(User, User.id == Namespace.owner_id)
-        .outerjoin(Grant, (Grant.namespace_id == Namespace.id) & (Grant.user_id == user.id))
-        .where(User.username == owner, Namespace.name == name)
-    )
-
-
 def granted(user: User, owner: str, name: str, row: Sequence[Any] | None, wanted: Permission) -> NamespaceRef:
-    """The namespace from a row of `access_query`: 404 if there was none, 403 if `user` lacks `wanted`."""
+    """The namespace of an access row: 404 if there was none, 403 if `user` lacks `wanted`."""
     if row is None:
         raise NotFound(f"namespace {owner}/{name} does not exist")
-    namespace = NamespaceRef(id=row[0], owner=owner, name=name)
-    held = Permission.WRITE if owner == user.username else (None if row[1] is None else Permission(row[1]))
-    if not allows(held, wanted):
+    namespace = _ref(row)
+    if not allows(held(user.username, row), wanted):
         raise Forbidden(f"user {user.username!r} has no {wanted.value} access to namespace {namespace}")
     return namespace
 
 
 async def authorize(session: AsyncSession, user: User, owner: str, name: str, wanted: Permission) -> NamespaceRef:
     """The namespace `owner/name` if `user` holds `wanted` on it: 404 if it does not exist, 403 if not allowed."""
-    row = (await session.execute(access_query(user, owner, name))).one_or_none()
-    return granted(user, owner, name, row, wanted)
+    rows = await _access_rows(session, NAMED, user.id, owner, name)
+    return granted(user, owner, name, rows[0] if rows else None, wanted)
 
 
 async def readable_namespaces(session: AsyncSession, user: User) -> list[NamespaceRef]:
     """Every namespace the user owns or holds a grant on."""
-    rows = await session.execute(
-        select(Namespace.id, User.username, Namespace.name)
-        .join(User, User.id == Namespace.owner_id)
-        .outerjoin(Grant, (Grant.namespace_id == Namespace.id) & (Grant.user_id == user.id))
-        .where(or_(Namespace.owner_id == user.id, Grant.id.is_not(None)))
-        .order_by(User.username, Namespace.name)
-    )
-    return [NamespaceRef(id=i, owner=o, name=n) for i, o, n in rows]
+    rows = await _access_rows(session, f"{READABLE} ORDER BY users.username, namespaces.name", user.id)
+    return [_ref(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who runs a question, with their access read once when the run starts: the graphs and
+    the query tools check a namespace against `readable` and ask the database nothing more."""
+
+    id: str
+    name: str
+    readable: tuple[NamespaceRef, ...]
+
+    @classmethod
+    async def of(cls, session: AsyncSession, user: User) -> Caller:
+        return cls(user.id, user.username, tuple(await readable_namespaces(session, user)))
+
+    def may_read(self, namespace: NamespaceRef) -> bool:
+        return any(n.id == namespace.id for n in self.readable)
+
+    def require_read(self, namespace: NamespaceRef) -> None:
+        """403 unless the caller may read `namespace`."""
+        if not self.may_read(namespace):
+            raise Forbidden(f"user {self.name!r} has no read access to namespace {namespace}")
+
+    def readable_named(self, owner: str, name: str) -> NamespaceRef | None:
+        return next((n for n in self.readable if (n.owner, n.name) == (owner, name)), None)
 
 
 async def set_grant(session: AsyncSession, owner: str, name: str, grantee: str, permission: Permission) -> None:

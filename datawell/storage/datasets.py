@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import Conflict, InvalidInput, NotFound, SubError
-from datawell.storage.access import NamespaceRef, Permission, granted
+from datawell.storage.access import ACCESS_COLUMNS, ACCESS_FROM, NAMED, NamespaceRef, Permission, granted
 from datawell.storage.direct import DirectReads, Row, json_value, timestamp
 from datawell.storage.tables import Dataset, User
 from datawell.storage.users import check_name
@@ -116,17 +116,18 @@ class DatasetSummary:
     updated_at: datetime
 
 
-# The API's commonest reads, through the direct read path: the namespace `owner/name`, the
-# reader's grant on it and its datasets (all, or the one named by a fifth parameter), in one
-# round trip; a namespace without them gives one row of nulls.
+# The API's commonest reads, through the direct read path: the namespace `owner/name` with
+# the reader's access (the one access rule's SQL, `storage.access`) and its datasets (all, or
+# the one named by a fourth parameter), in one round trip; a namespace without them gives
+# one row of nulls.
 READABLE_DATASETS = (
-    "SELECT namespaces.id, grants.permission, datasets.id, datasets.name, datasets.description,"
+    f"SELECT {ACCESS_COLUMNS}, datasets.id, datasets.name, datasets.description,"
     " datasets.schema_definition, datasets.field_types, datasets.created_at, datasets.updated_at"
-    " FROM namespaces JOIN users ON users.id = namespaces.owner_id"
-    " LEFT JOIN grants ON grants.namespace_id = namespaces.id AND grants.user_id = $1"
+    f" FROM {ACCESS_FROM}"
     " LEFT JOIN datasets ON datasets.namespace_id = namespaces.id{dataset}"
-    " WHERE users.username = $2 AND namespaces.name = $3 ORDER BY datasets.name"
+    f" WHERE {NAMED} ORDER BY datasets.name"
 )
+DATA = 4  # where a row's dataset columns start
 ALL_DATASETS = READABLE_DATASETS.format(dataset="")
 ONE_DATASET = READABLE_DATASETS.format(dataset=" AND datasets.name = $4")
 
@@ -137,7 +138,7 @@ async def readable_datasets(
     """The datasets of namespace `owner/name` if `user` may read it (404, 403 as `authorize`)."""
     rows = await reads.fetch(ALL_DATASETS, user.id, owner, name)
     namespace = granted(user, owner, name, rows[0] if rows else None, Permission.READ)
-    return namespace, [_summary(row) for row in rows if row[2] is not None]
+    return namespace, [_summary(row) for row in rows if row[DATA] is not None]
 
 
 async def readable_dataset(
@@ -146,14 +147,14 @@ async def readable_dataset(
     """The dataset `owner/name/dataset` if `user` may read it (404, 403 as `authorize`)."""
     rows = await reads.fetch(ONE_DATASET, user.id, owner, name, dataset)
     namespace = granted(user, owner, name, rows[0] if rows else None, Permission.READ)
-    if rows[0][2] is None:
+    if rows[0][DATA] is None:
         raise NotFound(f"dataset {namespace}/{dataset} does not exist")
     return namespace, _summary(rows[0])
 
 
 def _summary(row: Row) -> DatasetSummary:
     """The dataset columns of a `READABLE_DATASETS` row."""
-    id_, name, description, schema, types, created_at, updated_at = row[2:]
+    id_, name, description, schema, types, created_at, updated_at = row[DATA:]
     return DatasetSummary(
         id_, name, description, json_value(schema), json_value(types), timestamp(created_at), timestamp(updated_at)
     )

@@ -14,14 +14,14 @@ from typing import Protocol
 from rapidfuzz import fuzz, process
 
 from datawell.errors import Forbidden, NotFound, QueryError
-from datawell.storage.access import NamespaceRef
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.db import Database
 from datawell.storage.examples import find_example, list_examples, question_key
 from datawell.storage.tables import User, VerifiedExample
 
 
 class QueryChecker(Protocol):
-    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str: ...
+    async def check(self, who: Caller | User, namespace: NamespaceRef, query: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,16 @@ class VerifiedExamples:
         # caller cannot run made every question wait seconds for them all.
         self.max_checks = max_checks
 
-    async def exact(self, user: User, namespace: NamespaceRef, question: str) -> Example | None:
+    async def exact(self, who: Caller | User, namespace: NamespaceRef, question: str) -> Example | None:
         """The example whose question is this one (ignoring case, spacing and trailing
         punctuation), if the caller may run its query; else None."""
         async with self.db.read() as session:
             record = await find_example(session, namespace, question)
-        if record is None or not await self._runnable(user, namespace, record.query):
+        if record is None or not await self._runnable(who, namespace, record.query):
             return None
         return Example.of(record)
 
-    async def similar(self, user: User, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]:
+    async def similar(self, who: Caller | User, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]:
         """Up to `k` examples, the most similar question first, whose queries the caller may run,
         from the `max_checks` most similar."""
         if k <= 0:
@@ -71,13 +71,13 @@ class VerifiedExamples:
         for _key, _score, index in ranked[: self.max_checks]:
             if len(found) == k:
                 break
-            if await self._runnable(user, namespace, records[index].query):
+            if await self._runnable(who, namespace, records[index].query):
                 found.append(Example.of(records[index]))
         return found
 
-    async def _runnable(self, user: User, namespace: NamespaceRef, query: str) -> bool:
+    async def _runnable(self, who: Caller | User, namespace: NamespaceRef, query: str) -> bool:
         try:
-            await self.checker.check(user, namespace, query)
+            await self.checker.check(who, namespace, query)
         except (QueryError, Forbidden, NotFound):
             return False
         return True

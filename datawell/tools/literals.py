@@ -27,10 +27,9 @@ from sqlglot import exp
 from datawell.errors import QueryError
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
-from datawell.storage.tables import User
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.ql import QueryTools
+from datawell.tools.ql import QueryTools, Who
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
 
@@ -51,7 +50,7 @@ class _Filter:
     table: TableInfo
 
 
-async def match_literals(tools: QueryTools, user: User, namespace: NamespaceRef, query: str) -> Matched:
+async def match_literals(tools: QueryTools, user: Who, namespace: NamespaceRef, query: str) -> Matched:
     """`query` with its text literals matched to stored values (see the module)."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
@@ -126,7 +125,7 @@ def _quote(name: str) -> str:
 
 
 async def _lookup(
-    tools: QueryTools, user: User, namespace: NamespaceRef, found: _Filter, literal: str
+    tools: QueryTools, user: Who, namespace: NamespaceRef, found: _Filter, literal: str
 ) -> list[str] | None:
     """The stored values that contain the literal, ignoring case (at most LOOKUP_VALUES, the
     shortest first); None when the lookup cannot be asked or fails."""

@@ -5,7 +5,11 @@ The graphs, evals and agents build against the names and signatures here.
 `QueryTools` is the one entry point: it authorises the namespace, lets `checker` parse the
 text, resolves the tables it names to datasets the caller may read, lets `checker` compile
 the rest, answers `semantic()` from the vector store and runs the SQL in the `sandbox`, which
-lets it read only the tables the checker resolved, under time and size limits."""
+lets it read only the tables the checker resolved, under time and size limits.
+
+The caller is a `storage.access.Caller`, whose access a run reads once when it starts; a
+`User` given instead (the MCP tools, the console, the evals) is read into one per call. A
+query prepared once (`prepare`) is what `run` executes."""
 
 from __future__ import annotations
 
@@ -15,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from datawell.observability.recorder import observe_query
-from datawell.storage.access import NamespaceRef, readable_namespaces
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.datasets import list_datasets
 from datawell.storage.db import Database
 from datawell.storage.ingestions import embedding_incomplete
+from datawell.storage.links import active_links
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS, VectorStore
@@ -33,7 +38,7 @@ from datawell.tools.checker import (
     compile_query,
     parse,
 )
-from datawell.tools.resolver import TableResolver, require_read
+from datawell.tools.resolver import TableResolver
 from datawell.tools.results import dataset_stub, missing_table, query_error, result_row
 from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, Statement, open_sandbox
 
@@ -59,6 +64,12 @@ class SemanticHits:
 
     parameters: list[Any] = field(default_factory=list)
     functions: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+Who = Caller | User  # a run's caller, or a user whose access is read for this one call
+LinkEnds = tuple[
+    str, str, str, int
+]  # an active link: origin, destination (`namespace/dataset.field`), match type, hits
 
 
 class TextEmbedder(Protocol):
@@ -120,70 +131,83 @@ class QueryTools:
             await self._sandbox.close()
             self._sandbox = None
 
-    async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
+    async def caller(self, who: Who) -> Caller:
+        if isinstance(who, Caller):
+            return who
+        async with self.db.read() as session:
+            return await Caller.of(session, who)
+
+    async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
         """Every dataset of the namespace, named as a query in that namespace names it."""
-        return await self._catalog(user, namespace, shared=False)
+        return await self._catalog(who, namespace, shared=False)
 
-    async def shared_catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
-        """The namespace's datasets, then those of every other namespace the user may read,
+    async def shared_catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
+        """The namespace's datasets, then those of every other namespace the caller may read,
         named `owner.namespace.dataset`."""
-        return await self._catalog(user, namespace, shared=True)
+        return await self._catalog(who, namespace, shared=True)
 
-    async def _catalog(self, user: User, namespace: NamespaceRef, *, shared: bool) -> Catalog:
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
+    async def _catalog(self, who: Who, namespace: NamespaceRef, *, shared: bool) -> Catalog:
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        async with self.db.read() as session:
             datasets = [(d, d.name) for d in await list_datasets(session, namespace)]
-            if shared:
-                for other in await readable_namespaces(session, user):
-                    if other.id != namespace.id:
-                        datasets += [
-                            (d, f"{other.owner}.{other.name}.{d.name}") for d in await list_datasets(session, other)
-                        ]
+            for other in caller.readable if shared else ():
+                if other.id != namespace.id:
+                    datasets += [
+                        (d, f"{other.owner}.{other.name}.{d.name}") for d in await list_datasets(session, other)
+                    ]
         tables = await with_contents(self.db, self.rows, [(d, table_info(d, name)) for d, name in datasets])
         return Catalog(namespace=namespace, tables=tables)
 
-    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str:
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]:
+        """The namespace's active links, the joins a query may make."""
+        (await self.caller(who)).require_read(namespace)
+        async with self.db.read() as session:
+            return [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
+
+    async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str:
         """The query as it will run (rewritten, transpiled); raises QueryError when refused."""
-        return (await self.prepare(user, namespace, query)).sql
+        return (await self.prepare(who, namespace, query)).sql
 
     async def prepare(
-        self, user: User, namespace: NamespaceRef, query: str, *, row_cap: int | None = None
+        self, who: Who, namespace: NamespaceRef, query: str, *, row_cap: int | None = None
     ) -> CompiledQuery:
         """Authorise, parse, resolve tables, compile: everything but running. `row_cap`: another
         cap than the service's (an export reads every row)."""
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
-            parsed = parse(query, self.caps)
-            resolver = TableResolver(session, user, namespace)
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        parsed = parse(query, self.caps)
+        async with self.db.read() as session:
+            resolver = TableResolver(session, caller, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
         return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
 
-    async def resolve(
-        self, user: User, namespace: NamespaceRef, references: list[TableRef]
-    ) -> dict[TableRef, TableInfo]:
+    async def resolve(self, who: Who, namespace: NamespaceRef, references: list[TableRef]) -> dict[TableRef, TableInfo]:
         """The datasets behind table names, as `prepare` finds them."""
-        async with self.db.session() as session:
-            await require_read(session, user, namespace)
-            return await TableResolver(session, user, namespace).resolve(references)
+        caller = await self.caller(who)
+        caller.require_read(namespace)
+        async with self.db.read() as session:
+            return await TableResolver(session, caller, namespace).resolve(references)
 
-    async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
-        with observe_query(query) as observed:
-            compiled = await self.prepare(user, namespace, query)
+    async def run(self, who: Who, namespace: NamespaceRef, query: str | CompiledQuery) -> QueryResult:
+        """Runs a query: its text, prepared here, or the form `prepare` gave, run as it is."""
+        with observe_query(query if isinstance(query, str) else query.text) as observed:
+            compiled = query if isinstance(query, CompiledQuery) else await self.prepare(who, namespace, query)
             # The time limit covers the vector searches too: a query may call semantic() many times.
             deadline = time.monotonic() + self.time_limit_seconds
             try:
                 hits = await self.search(compiled, deadline)
             except Refusal as refusal:
                 raise query_error(refusal, compiled, self.time_limit_seconds) from None
-            fetched = await self.execute(compiled, hits, caller=str(user.id), deadline=deadline)
+            fetched = await self.execute(compiled, hits, caller=str(who.id), deadline=deadline)
             truncated = fetched.cut or len(fetched.records) > self.row_cap
             rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
             observed.rows, observed.truncated = len(rows), truncated
         incomplete = await self._embedding_incomplete(compiled)
         for row in rows if incomplete else []:
             row["__metadata"]["semanticIncomplete"] = True
-        return QueryResult(query=query, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
+        return QueryResult(query=compiled.text, rows=rows, truncated=truncated, semantic_incomplete=incomplete)
 
     async def _embedding_incomplete(self, compiled: CompiledQuery) -> tuple[str, ...]:
         """Datasets semantic() searched while their rows' vectors are still being made."""

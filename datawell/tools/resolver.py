@@ -5,26 +5,22 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from datawell.errors import Forbidden, QueryError, SubError
-from datawell.storage.access import NamespaceRef, Permission, allows, find_namespace, permission_of, readable_namespaces
+from datawell.errors import QueryError, SubError
+from datawell.storage.access import Caller, NamespaceRef, find_namespace
 from datawell.storage.datasets import DatasetRef, list_datasets
-from datawell.storage.tables import Dataset, User
+from datawell.storage.tables import Dataset
 from datawell.tools.catalog import TableInfo, table_info
 from datawell.tools.checker import TableRef, close_matches, did_you_mean
 
 
-async def require_read(session: AsyncSession, user: User, namespace: NamespaceRef) -> None:
-    if not allows(await permission_of(session, user, namespace), Permission.READ):
-        raise Forbidden(f"user {user.username!r} has no read access to namespace {namespace}")
-
-
 class TableResolver:
     """Table names to datasets: `orders` in the request's namespace, `owner.namespace.orders` in
-    any namespace the caller may read. Every unresolved name is one sub_error."""
+    any namespace the caller may read (as the caller's access says: nothing is asked again).
+    Every unresolved name is one sub_error."""
 
-    def __init__(self, session: AsyncSession, user: User, namespace: NamespaceRef) -> None:
+    def __init__(self, session: AsyncSession, caller: Caller, namespace: NamespaceRef) -> None:
         self.session = session
-        self.user = user
+        self.caller = caller
         self.namespace = namespace
         self.datasets: dict[str, list[DatasetRef]] = {}
 
@@ -75,13 +71,13 @@ class TableResolver:
                 self.namespace.name,
             )
         ):
-            found = await find_namespace(self.session, ref.owner, ref.namespace)
+            found = self.caller.readable_named(ref.owner, ref.namespace)
             if found is None:
-                raise _unknown(ref, f"there is no namespace {ref.owner}/{ref.namespace}", "unknown_namespace")
-            if not allows(await permission_of(self.session, self.user, found), Permission.READ):
+                if await find_namespace(self.session, ref.owner, ref.namespace) is None:
+                    raise _unknown(ref, f"there is no namespace {ref.owner}/{ref.namespace}", "unknown_namespace")
                 raise _unknown(
                     ref,
-                    f"you have no read access to namespace {found}: its owner can grant it",
+                    f"you have no read access to namespace {ref.owner}/{ref.namespace}: its owner can grant it",
                     "no_read_access",
                 )
             namespace = found
@@ -106,7 +102,7 @@ class TableResolver:
 
     async def _elsewhere(self, name: str, namespace_name: str | None = None) -> str:
         """Datasets of that name in other namespaces the caller may read, as owner.namespace.dataset."""
-        readable = {n.id: n for n in await readable_namespaces(self.session, self.user) if n.id != self.namespace.id}
+        readable = {n.id: n for n in self.caller.readable if n.id != self.namespace.id}
         if namespace_name is not None:
             readable = {i: n for i, n in readable.items() if n.name.lower() == namespace_name.lower()}
         if not readable:

@@ -12,9 +12,9 @@ from datawell.graphs.curator.state import ChosenLink, LinkSelection
 from datawell.llm.models import FixedChatModels, ModelChoice
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.ontology.graph import join_paths
-from datawell.ontology.links import active_links
 from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
+from datawell.storage.links import active_links
 from tests.conftest import Account
 from tests.ontology.shop import load
 

@@ -21,7 +21,7 @@ from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import AskRequest, CurateRequest, Events, Runs
 from datawell.services import Services
 from datawell.storage import datasets
-from datawell.storage.access import NamespaceRef
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.storage.rows import to_json_value
 from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS
@@ -121,11 +121,11 @@ def targets(
             # The scripted runs ask no model, so any configured one (or none) will do.
             super().__init__(dataclasses.replace(services, models=FixedChatModels(ScriptedChatModel([]))))
 
-        async def nl2ql_events(self, request: AskRequest) -> Events:
+        async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
             async for event in (nl2ql or never)(self.services, request):
                 yield event
 
-        async def assistant_events(self, request: AskRequest, conversation_id: str) -> Events:
+        async def assistant_events(self, request: AskRequest, caller: Caller, conversation_id: str) -> Events:
             async for event in (assistant or never)(self.services, request):
                 yield event
 

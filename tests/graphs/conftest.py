@@ -14,7 +14,7 @@ from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.services import Overrides, Services, build_services
-from datawell.storage.access import NamespaceRef, ensure_namespace
+from datawell.storage.access import Caller, NamespaceRef, ensure_namespace
 from datawell.storage.examples import add_example
 from datawell.storage.tables import Dataset, Link, User
 from datawell.storage.users import get_user
@@ -48,6 +48,11 @@ class Shop:
 
     user: User
     namespace: NamespaceRef
+
+    @property
+    def caller(self) -> Caller:
+        """alice as a run hands her down: her access read once (she reads only her shop)."""
+        return Caller(self.user.id, self.user.username, (self.namespace,))
 
 
 async def verify(services: Services, shop: Shop, question: str, query: str) -> str:
@@ -96,6 +101,8 @@ async def shop(services: Services, alice: Account, tools: FakeQueryTools) -> Sho
                 status="Suggested",
             )
         )
+    # What the real tools read of those links (`QueryTools.links`): the active one only.
+    tools.active_links[namespace.id] = [("shop/orders.customer_id", "shop/customers.id", "ExactMatch", 42)]
     tools.tables += [
         table(namespace, "customers", CUSTOMERS, "Customers of the shop"),
         table(namespace, "orders", ORDERS, "Orders placed by customers"),

@@ -11,10 +11,10 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.errors import QueryError, SubError
-from datawell.storage.access import NamespaceRef
-from datawell.storage.tables import User
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.ql import QueryResult, QueryTools
+from datawell.tools.checker import CompiledQuery
+from datawell.tools.ql import LinkEnds, QueryResult, QueryTools, Who
 
 
 class TextCatalog(Catalog):
@@ -37,6 +37,10 @@ def table(namespace: NamespaceRef, name: str, columns: dict[str, str], descripti
     )
 
 
+def name_of(who: Who) -> str:
+    return who.name if isinstance(who, Caller) else who.username
+
+
 @dataclass
 class Call:
     method: str
@@ -50,14 +54,21 @@ class FakeQueryTools(QueryTools):
     tables: list[TableInfo] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # query -> rows
     run_errors: dict[str, str] = field(default_factory=dict)  # query -> run-time error
+    active_links: dict[str, list[LinkEnds]] = field(default_factory=dict)  # namespace id -> its active links
     calls: list[Call] = field(default_factory=list)
 
-    async def catalog(self, user: User, namespace: NamespaceRef) -> Catalog:
-        self.calls.append(Call("catalog", user.username, str(namespace)))
+    async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog:
+        self.calls.append(Call("catalog", name_of(who), str(namespace)))
         return TextCatalog(namespace=namespace, tables=[t for t in self.tables if t.namespace.id == namespace.id])
 
-    async def check(self, user: User, namespace: NamespaceRef, query: str) -> str:
-        self.calls.append(Call("check", user.username, str(namespace), query))
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]:
+        return self.active_links.get(namespace.id, [])
+
+    async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str:
+        return (await self.prepare(who, namespace, query)).sql
+
+    async def prepare(self, who: Who, namespace: NamespaceRef, query: str) -> CompiledQuery:
+        self.calls.append(Call("check", name_of(who), str(namespace), query))
         try:
             parsed = sqlglot.parse(query)
         except sqlglot.errors.ParseError as exc:
@@ -78,10 +89,11 @@ class FakeQueryTools(QueryTools):
                 problems.append(SubError("unknown_column", f"no column {column.name!r}; did you mean {close}?"))
         if problems:
             raise QueryError("the query names unknown tables or columns", sub_errors=problems)
-        return query
+        return CompiledQuery(text=query, sql=query, target="sqlite", searches=[], tables=[], dataset=None)
 
-    async def run(self, user: User, namespace: NamespaceRef, query: str) -> QueryResult:
-        self.calls.append(Call("run", user.username, str(namespace), query))
+    async def run(self, who: Who, namespace: NamespaceRef, query: str | CompiledQuery) -> QueryResult:
+        query = query.text if isinstance(query, CompiledQuery) else query
+        self.calls.append(Call("run", name_of(who), str(namespace), query))
         if query in self.run_errors:
             raise QueryError(self.run_errors[query])
         return QueryResult(query=query, rows=self.rows.get(query, []), truncated=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datawell.graphs.nl2ql.nodes import render_links
+from datawell.graphs.view import render_links
 from datawell.storage.access import NamespaceRef
 from tests.graphs.fakes import TextCatalog, table
 

@@ -73,7 +73,7 @@ async def test_a_proposed_query_is_checked_and_run_without_a_model_call(
     tools.rows[OSLO] = [{"name": "Ann"}]
     deps = query_deps(services)
     graph = build_graph(deps)
-    context = QueryContext(user=shop.user, namespace=shop.namespace)
+    context = QueryContext(caller=shop.caller, namespace=shop.namespace)
 
     out = await graph.ainvoke({"question": "Run this query", "proposed": OSLO}, context=context)
 

@@ -67,7 +67,7 @@ async def test_a_caller_that_found_the_example_passes_it_as_proposed_and_verifie
 ) -> None:
     """How the assistant's plan stage hands over an exact match: its empty result stands."""
     graph = build_graph(query_deps(services))
-    context = QueryContext(user=shop.user, namespace=shop.namespace)
+    context = QueryContext(caller=shop.caller, namespace=shop.namespace)
 
     out = await graph.ainvoke({"question": "Who lives in Oslo?", "proposed": OSLO, "verified": OSLO}, context=context)
 

@@ -23,7 +23,8 @@ async def test_an_unknown_column_widens_the_pruned_catalog_for_the_repair(
 ) -> None:
     # Limits so small that the two-table shop is pruned to the one table the question names.
     pruner = SchemaPruner(HashingEmbedder(), PruneLimits(max_tables=1, max_columns=100, keep=1))
-    deps = dataclasses.replace(query_deps(services), pruner=pruner)
+    deps = query_deps(services)
+    deps = dataclasses.replace(deps, view=dataclasses.replace(deps.view, pruner=pruner))
     chat_model.script += [
         QueryDraft(reasoning="orders has the customer", query="SELECT customer_name FROM orders"),
         QueryDraft(reasoning="sum the amounts", query=TOTAL),
@@ -32,7 +33,7 @@ async def test_an_unknown_column_widens_the_pruned_catalog_for_the_repair(
 
     out = await build_graph(deps).ainvoke(
         {"question": "What is the total amount of all orders?"},
-        context=QueryContext(user=shop.user, namespace=shop.namespace),
+        context=QueryContext(caller=shop.caller, namespace=shop.namespace),
     )
 
     first, second = chat_model.prompts()
@@ -51,7 +52,7 @@ async def test_a_small_namespace_is_shown_whole(
 
     out = await build_graph(query_deps(services)).ainvoke(
         {"question": "What is the total amount of all orders?"},
-        context=QueryContext(user=shop.user, namespace=shop.namespace),
+        context=QueryContext(caller=shop.caller, namespace=shop.namespace),
     )
 
     assert "table customers" in chat_model.prompts()[0] and out["pruned"] is False

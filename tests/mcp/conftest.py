@@ -12,10 +12,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from datawell.ontology.links import ACTIVE, MatchType, NewLink, save_links
+from datawell.ontology.links import MatchType, NewLink, save_links
 from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.datasets import find_dataset
+from datawell.storage.links import ACTIVE
 from datawell.storage.users import find_user
 from tests.conftest import Account, Running
 from tests.tools.conftest import ORDERS, load

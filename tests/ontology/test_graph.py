@@ -5,18 +5,10 @@ from __future__ import annotations
 from sqlalchemy import delete
 
 from datawell.ontology.graph import join_paths, namespace_graph
-from datawell.ontology.links import (
-    ACTIVE,
-    SUGGESTED,
-    MatchType,
-    NewLink,
-    active_links,
-    links_version,
-    remove_dataset_links,
-    save_links,
-)
+from datawell.ontology.links import MatchType, NewLink, links_version, remove_dataset_links, save_links
 from datawell.services import Services
 from datawell.storage.db import Database
+from datawell.storage.links import ACTIVE, SUGGESTED, active_links
 from datawell.storage.tables import Dataset
 from tests.conftest import Account
 from tests.ontology.shop import Shop, load

@@ -8,7 +8,8 @@ from datawell.errors import Forbidden
 from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.access import Permission
-from datawell.storage.datasets import create_dataset
+from datawell.storage.datasets import create_dataset, get_dataset
+from datawell.storage.tables import Link
 from tests.tools.conftest import World
 
 
@@ -67,3 +68,27 @@ async def test_an_empty_dataset_and_an_unreadable_namespace(world: World, servic
     assert returns is not None and returns.row_count == 0 and returns.columns == {"reason": "text"}
     with pytest.raises(Forbidden):
         await world.query.catalog(world.alice, world.crm)
+
+
+async def test_links_are_the_active_ones_of_a_namespace_the_caller_may_read(world: World, services: Services) -> None:
+    async with services.db.session() as session:
+        orders = (await get_dataset(session, world.sales, "orders")).record.id
+        for origin, status in (("sales/orders.customer", "Active"), ("sales/orders.note", "Suggested")):
+            session.add(
+                Link(
+                    namespace_id=world.sales.id,
+                    origin_dataset_id=orders,
+                    destination_dataset_id=orders,
+                    origin=origin,
+                    destination="sales/orders.order_id",
+                    hits=3,
+                    match_type="ExactMatch",
+                    status=status,
+                )
+            )
+
+    links = await world.query.links(world.alice, world.sales)
+
+    assert links == [("sales/orders.customer", "sales/orders.order_id", "ExactMatch", 3)]
+    with pytest.raises(Forbidden):
+        await world.query.links(world.bob, world.sales)

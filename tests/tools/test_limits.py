@@ -26,9 +26,11 @@ SLOW_REPLACE = (
     "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || s FROM r WHERE length(s) < 200000) "
     "SELECT length(replace(s || s || s, s || 'b', 'x')) AS p FROM r WHERE length(s) > 200000"
 )
+# Every character of the string matches only the last of the set: both stores compare it with
+# the whole set, 10^11 comparisons in one step.
 SLOW_TRIM = (
     "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || s FROM r WHERE length(s) < 200000) "
-    "SELECT length(trim(s || s || s || 'c', 'b' || s)) AS p FROM r WHERE length(s) > 200000"
+    "SELECT length(trim(replace(s || s, 'a', 'b') || 'c', s || 'b')) AS p FROM r WHERE length(s) > 200000"
 )
 SLOW_LIKE = (
     "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || s FROM r WHERE length(s) < 500000) "
@@ -71,6 +73,17 @@ async def test_builders_past_the_cap_are_refused_and_others_clamped(world: World
         assert small.rows[0]["n"] == "700"
     finally:
         await tools.close()
+
+
+async def test_a_long_set_of_characters_to_trim_is_refused_or_empty(world: World) -> None:
+    long_set = "x" * 201
+    assert (await outcome(world.query, world, f"SELECT trim(note, '{long_set}') AS t FROM orders"))[0] == [
+        "argument_limit"
+    ]
+    computed = await world.query.run(
+        world.alice, world.sales, "SELECT trim('xxhixx', 'x' || lpad('', 200, 'y')) AS t, trim('xhix', 'x') AS u"
+    )
+    assert (computed.rows[0]["t"], computed.rows[0]["u"]) == (None, "hi")
 
 
 @pytest.mark.parametrize("sql", [SLOW_INSTR, SLOW_REPLACE, SLOW_TRIM, SLOW_LIKE, ENDLESS])

@@ -29,19 +29,11 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import (
-    NO_LINKS,
-    Described,
-    QueryDeps,
-    describe,
-    examples_block,
-    helper_block,
-    uncovered,
-    verified_example,
-)
+from datawell.graphs.nl2ql.nodes import QueryDeps, uncovered
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
+from datawell.graphs.view import NO_LINKS, Described, helper_block
 from datawell.tools.web import WebSearch
 
 WEB_RULE = (
@@ -68,10 +60,11 @@ class AssistantDeps:
 
 async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:
     context = runtime.context
-    namespace = await describe(deps.query, context.user, context.namespace)
+    view = deps.query.view
+    namespace = await view.describe(context.caller, context.namespace)
     # A question a user verified an answer to is planned as that answer's query, with no model
     # call (the query is still checked and run as the caller).
-    verified = await verified_example(deps.query, context, state["question"])
+    verified = await view.verified_example(context.caller, context.namespace, state["question"])
     if verified is not None:
         step = PlannedStep(
             instruction=state["question"], kind="data", search="", query=verified.query.strip(), verified=True
@@ -83,7 +76,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         if declined:
             return plan_update(namespace, None, [], plan_summary([], declined), declined, 0, [])
     # --- end issue 27 ---
-    examples = await examples_block(deps.query, context, state["question"])
+    examples = await view.examples_block(context.caller, context.namespace, state["question"])
     web = context.web_search and deps.web is not None
     messages = stage_messages(
         deps.query.prompts,

@@ -15,8 +15,9 @@ from datawell.graphs.events import CandidatesFound, CuratedLink, LinksCurated, e
 from datawell.graphs.structured import ask_structured
 from datawell.ontology.candidate import Candidate
 from datawell.ontology.candidates import find_candidates
-from datawell.ontology.links import ACTIVE, SUGGESTED, NewLink, drop_suggested, save_links
+from datawell.ontology.links import NewLink, drop_suggested, save_links
 from datawell.storage.datasets import DatasetRef
+from datawell.storage.links import ACTIVE, SUGGESTED
 
 log = logging.getLogger(__name__)
 

@@ -20,21 +20,14 @@ from datawell.graphs.nl2ql.voting import run_candidates, sampling, vote
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
+from datawell.graphs.view import NO_LINKS, NamespaceView, helper_block
 from datawell.llm.models import ChatModels
-from datawell.ontology.links import MatchType, active_links
 from datawell.prompts import PromptLibrary
-from datawell.storage.access import NamespaceRef
-from datawell.storage.db import Database
-from datawell.storage.tables import User
-from datawell.tools.catalog import Catalog
 from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
-from datawell.tools.examples import Example, VerifiedExamples, render_examples
 from datawell.tools.literals import match_literals
-from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import QueryResult, QueryTools, TextEmbedder
 
-NO_LINKS = "(none)"
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
 DONE = cast(Literal["__end__"], END)
@@ -45,109 +38,15 @@ class QueryDeps:
     tools: QueryTools
     models: ChatModels
     prompts: PromptLibrary
-    db: Database
+    view: NamespaceView  # what the query writer is shown of the namespace
     max_attempts: int = 3
     dialect: str = "SQLite"  # whose date functions the model is told to use
-    pruner: SchemaPruner | None = None  # None: the whole catalog for every question
-    examples: VerifiedExamples | None = None  # verified question -> query pairs of the namespace
-    few_shot: int = 3  # the most similar verified examples shown to the query writer
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
     coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
     candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
     candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first
-
-
-def link_columns(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> list[tuple[str, str, str, int]]:
-    """Active links as (table.column, table.column, match type, hits) with tables named as
-    queries name them. Links to datasets the catalog lacks (the caller cannot read them, or
-    pruning left them out) are left out."""
-    tables = {(t.namespace.name, t.name.rsplit(".", 1)[-1]): t.name for t in catalog.tables}
-
-    def column(end: str) -> str | None:
-        namespace, _, rest = end.partition("/")
-        dataset, _, field = rest.rpartition(".")
-        table = tables.get((namespace, dataset))
-        return f"{table}.{field}" if table and field else None
-
-    found = []
-    for origin, destination, match_type, hits in links:
-        left, right = column(origin), column(destination)
-        if left and right:
-            found.append((left, right, match_type, hits))
-    return found
-
-
-def join_condition(catalog: Catalog, left: str, right: str, kind: str) -> str:
-    """The condition that joins a link's two columns as their values match: as written for
-    an ExactMatch; ignoring case for a NormalizedMatch of two text columns (its most common
-    difference, as `osl1` against `OSL1`), which a plain `=` would make a join of no rows."""
-    if kind == MatchType.NORMALIZED and column_type(catalog, left) == column_type(catalog, right) == "text":
-        return f"LOWER({left}) = LOWER({right})"
-    return f"{left} = {right}"
-
-
-def column_type(catalog: Catalog, column: str) -> str | None:
-    table, _, field = column.rpartition(".")
-    info = catalog.table(table)
-    return info.columns.get(field) if info else None
-
-
-def render_links(catalog: Catalog, links: list[tuple[str, str, str, int]]) -> str:
-    """Active links as joins, for the prompt."""
-    lines = [
-        f"- {join_condition(catalog, left, right, kind)} ({kind}, {hits} matching values)"
-        for left, right, kind, hits in link_columns(catalog, links)
-    ]
-    return "\n".join(lines) or NO_LINKS
-
-
-@dataclass(frozen=True)
-class Described:
-    """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
-    `table.column` names the catalog shows, and whether pruning left tables out."""
-
-    catalog: str
-    links: str
-    columns: list[str]
-    pruned: bool = False
-
-    def state(self) -> dict[str, Any]:
-        return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
-
-
-async def describe(deps: QueryDeps, user: User, namespace: NamespaceRef, question: str = "") -> Described:
-    """The namespace as this caller may read it; with a question, only the tables relevant to
-    it when the namespace is large (schema pruning)."""
-    catalog = await deps.tools.catalog(user, namespace)
-    async with deps.db.session() as session:
-        links = [(x.origin, x.destination, x.match_type, x.hits) for x in await active_links(session, namespace.id)]
-    shown = catalog
-    if question and deps.pruner is not None:
-        ends = link_columns(catalog, links)
-        shown = await deps.pruner.prune(
-            catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
-        )
-    return Described(
-        catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
-        links=render_links(shown, links),
-        columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
-        pruned=len(shown.tables) < len(catalog.tables),
-    )
-
-
-async def examples_block(deps: QueryDeps, context: QueryContext, question: str) -> str:
-    """The verified examples most like the question, as few-shot text for a stage's prompt
-    (empty when the namespace has none the caller may run)."""
-    if deps.examples is None or deps.few_shot <= 0:
-        return ""
-    found = await deps.examples.similar(context.user, context.namespace, question, deps.few_shot)
-    return f"Verified examples of this namespace:\n{render_examples(found)}\n\n" if found else ""
-
-
-def helper_block(helper_prompt: str) -> str:
-    return f"\nAdditional instructions from the caller:\n{helper_prompt.strip()}" if helper_prompt.strip() else ""
 
 
 def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") -> str:
@@ -162,15 +61,8 @@ def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     if state.get("catalog"):
         return {}
-    described = await describe(deps, runtime.context.user, runtime.context.namespace, state["question"])
+    described = await deps.view.describe(runtime.context.caller, runtime.context.namespace, state["question"])
     return described.state()
-
-
-async def verified_example(deps: QueryDeps, context: QueryContext, question: str) -> Example | None:
-    """The verified example whose question is this one, if the caller may run its query."""
-    if deps.examples is None:
-        return None
-    return await deps.examples.exact(context.user, context.namespace, question)
 
 
 async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -178,7 +70,7 @@ async def recall(state: QueryState, runtime: Runtime[QueryContext], deps: QueryD
     (it becomes the proposed query; if it is refused after all, the model repairs it)."""
     if state.get("proposed", "").strip():
         return {}
-    example = await verified_example(deps, runtime.context, state["question"])
+    example = await deps.view.verified_example(runtime.context.caller, runtime.context.namespace, state["question"])
     if example is None:
         return {}
     return {
@@ -204,7 +96,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     # Looked up once a run (the assistant passes its plan's): repairs show the same examples.
     examples = state.get("examples")
     if examples is None:
-        examples = await examples_block(deps, runtime.context, state["question"])
+        examples = await deps.view.examples_block(runtime.context.caller, runtime.context.namespace, state["question"])
     messages = stage_messages(
         deps.prompts,
         "nl2ql_generate",
@@ -261,9 +153,9 @@ async def vote_on_candidates(deps: QueryDeps, context: QueryContext, drafts: lis
 
     async def run_one(query: str) -> QueryResult:
         if deps.match_literals:
-            query = (await match_literals(deps.tools, context.user, context.namespace, query)).query
-        await deps.tools.check(context.user, context.namespace, query)  # as the check node does
-        return await deps.tools.run(context.user, context.namespace, query)
+            query = (await match_literals(deps.tools, context.caller, context.namespace, query)).query
+        prepared = await deps.tools.prepare(context.caller, context.namespace, query)  # as the check node does
+        return await deps.tools.run(context.caller, context.namespace, prepared)
 
     ran = await run_candidates(queries, run_one)
     if not ran:
@@ -276,7 +168,7 @@ async def vote_on_candidates(deps: QueryDeps, context: QueryContext, drafts: lis
 
 async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
     """The refusal of a question whose words the namespace's catalog does not cover, else ""."""
-    catalog = await tools.catalog(context.user, context.namespace)
+    catalog = await tools.catalog(context.caller, context.namespace)
     found = await coverage(question, catalog, embedder)
     return "" if found.covered else coverage_refusal(found, catalog)
 
@@ -308,8 +200,16 @@ def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
 
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
+    update: dict[str, Any] = {}
+    # --- issue 27: text literals matched to stored values before the query is prepared (tools/literals.py) ---
+    if deps.match_literals:
+        matched = await match_literals(deps.tools, context.caller, context.namespace, state["draft"])
+        if matched.changes:
+            reasoning = f"{state.get('reasoning', '')}; literals matched to the data: {'; '.join(matched.changes)}"
+            update = {"draft": matched.query, "reasoning": reasoning.lstrip("; ")}
+    # --- end issue 27 ---
     try:
-        await deps.tools.check(context.user, context.namespace, state["draft"])
+        prepared = await deps.tools.prepare(context.caller, context.namespace, update.get("draft", state["draft"]))
     except QueryError as exc:
         codes = {s.code for s in exc.sub_errors}
         change = data_change(state["draft"]) if NOT_A_SELECT in codes else ""
@@ -321,9 +221,9 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
-            update |= (await describe(deps, context.user, context.namespace)).state()
+            update |= (await deps.view.describe(context.caller, context.namespace)).state()
         return settle(state, update)
-    return {}
+    return update | {"prepared": prepared}
 
 
 # Statements that change data or tables, by the keyword a refusal names them with.
@@ -352,13 +252,8 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     context = runtime.context
     query = state["draft"]
     reasoning = state.get("reasoning", "")
-    # --- issue 27: text literals matched to stored values before the query runs (tools/literals.py) ---
-    matched = await match_literals(deps.tools, context.user, context.namespace, query) if deps.match_literals else None
-    if matched is not None and matched.changes:
-        reasoning = f"{reasoning}; literals matched to the data: {'; '.join(matched.changes)}".lstrip("; ")
-    # --- end issue 27 ---
     try:
-        result = await deps.tools.run(context.user, context.namespace, matched.query if matched else query)
+        result = await deps.tools.run(context.caller, context.namespace, state["prepared"])
     except QueryError as exc:
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.

@@ -1,5 +1,5 @@
 """State of the nl2ql graph: a narrow input, a richer internal state, and what the model
-returns. Everything in the state is plain data (it may sit in a checkpoint); the caller,
+returns. The state is plain data but for the prepared query (the graph keeps no checkpoint); the caller,
 namespace and model choices arrive as the run's context."""
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from typing import Any, TypedDict
 from pydantic import BaseModel, Field
 
 from datawell.llm.models import StageChoices
-from datawell.storage.access import NamespaceRef
-from datawell.storage.tables import User
+from datawell.storage.access import Caller, NamespaceRef
+from datawell.tools.checker import CompiledQuery
 
 
 @dataclass(frozen=True)
 class QueryContext:
-    """Who asks, where, with which models: the data access of every query is this user's."""
+    """Who asks, where, with which models: the data access of every query is the caller's,
+    read once when the run started."""
 
-    user: User
+    caller: Caller
     namespace: NamespaceRef
     choices: StageChoices = field(default_factory=StageChoices)
     helper_prompt: str = ""
@@ -60,6 +61,9 @@ class ResultRows(TypedDict):
 class QueryState(QueryInput, total=False):
     attempts: int
     draft: str  # the query of the latest attempt
+    # The draft as `check` prepared it, which is what `run` executes. The nl2ql graph keeps
+    # no checkpoint (`checkpointer=False`), so this never has to be plain data.
+    prepared: CompiledQuery
     reasoning: str
     feedback: str  # why the latest attempt failed, for the next one
     query: str  # the query that ran

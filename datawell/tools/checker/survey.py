@@ -188,6 +188,9 @@ class _Survey:
             )
         elif isinstance(node, exp.Like | exp.ILike) and not _pattern_within_cap(node):
             self._refuse("like", "argument_limit", f"a LIKE pattern may be at most {PATTERN_CHARS} characters long")
+        elif isinstance(node, exp.Trim) and node.expression is not None and not _pattern_within_cap(node):
+            # PostgreSQL's btrim compares each character with the whole set, uninterruptibly.
+            self._refuse("trim", "argument_limit", f"trim()'s characters may be at most {PATTERN_CHARS} long")
         elif (
             isinstance(node, ADAPTABLE)
             or (isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval))
@@ -218,8 +221,9 @@ class _Survey:
             )
 
 
-def _pattern_within_cap(node: exp.Like | exp.ILike) -> bool:
-    """A literal pattern past the cap is refused; any other is NULL (matches nothing) past it."""
+def _pattern_within_cap(node: exp.Like | exp.ILike | exp.Trim) -> bool:
+    """A literal pattern (LIKE's, or trim's set of characters) past the cap is refused; any
+    other is NULL past it (LIKE matches nothing, trim gives NULL)."""
     pattern = node.expression
     if isinstance(pattern, exp.Literal):
         return len(pattern.this) <= PATTERN_CHARS

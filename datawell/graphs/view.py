@@ -1,0 +1,141 @@
+"""The namespace as every graph shows it to a model: the catalog (pruned for the question in
+large namespaces), its joins, the verified examples most like the question, and the
+caller's extra instructions. The nl2ql and assistant graphs both read it from here, and it
+reads everything through the query tools and the verified examples, never the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from datawell.ontology.links import MatchType
+from datawell.storage.access import Caller, NamespaceRef
+from datawell.tools.catalog import Catalog
+from datawell.tools.examples import Example, render_examples
+from datawell.tools.ql import LinkEnds, Who
+
+NO_LINKS = "(none)"
+
+
+class NamespaceReader(Protocol):
+    """What the view reads of a namespace (`tools.ql.QueryTools`)."""
+
+    async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog: ...
+
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]: ...
+
+
+class Pruner(Protocol):
+    """Keeps the tables of a large catalog that matter to a question (`tools.pruning.SchemaPruner`)."""
+
+    async def prune(self, catalog: Catalog, joins: list[tuple[str, str]], question: str) -> Catalog: ...
+
+
+class Examples(Protocol):
+    """Verified examples the caller may run (`tools.examples.VerifiedExamples`)."""
+
+    async def exact(self, who: Who, namespace: NamespaceRef, question: str) -> Example | None: ...
+
+    async def similar(self, who: Who, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]: ...
+
+
+def link_columns(catalog: Catalog, links: list[LinkEnds]) -> list[LinkEnds]:
+    """Active links as (table.column, table.column, match type, hits) with tables named as
+    queries name them. Links to datasets the catalog lacks (the caller cannot read them, or
+    pruning left them out) are left out."""
+    tables = {(t.namespace.name, t.name.rsplit(".", 1)[-1]): t.name for t in catalog.tables}
+
+    def column(end: str) -> str | None:
+        namespace, _, rest = end.partition("/")
+        dataset, _, field = rest.rpartition(".")
+        table = tables.get((namespace, dataset))
+        return f"{table}.{field}" if table and field else None
+
+    found = []
+    for origin, destination, match_type, hits in links:
+        left, right = column(origin), column(destination)
+        if left and right:
+            found.append((left, right, match_type, hits))
+    return found
+
+
+def join_condition(catalog: Catalog, left: str, right: str, kind: str) -> str:
+    """The condition that joins a link's two columns as their values match: as written for
+    an ExactMatch; ignoring case for a NormalizedMatch of two text columns (its most common
+    difference, as `osl1` against `OSL1`), which a plain `=` would make a join of no rows."""
+    if kind == MatchType.NORMALIZED and column_type(catalog, left) == column_type(catalog, right) == "text":
+        return f"LOWER({left}) = LOWER({right})"
+    return f"{left} = {right}"
+
+
+def column_type(catalog: Catalog, column: str) -> str | None:
+    table, _, field = column.rpartition(".")
+    info = catalog.table(table)
+    return info.columns.get(field) if info else None
+
+
+def render_links(catalog: Catalog, links: list[LinkEnds]) -> str:
+    """Active links as joins, for the prompt."""
+    lines = [
+        f"- {join_condition(catalog, left, right, kind)} ({kind}, {hits} matching values)"
+        for left, right, kind, hits in link_columns(catalog, links)
+    ]
+    return "\n".join(lines) or NO_LINKS
+
+
+@dataclass(frozen=True)
+class Described:
+    """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
+    `table.column` names the catalog shows, and whether pruning left tables out."""
+
+    catalog: str
+    links: str
+    columns: list[str]
+    pruned: bool = False
+
+    def state(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
+
+
+@dataclass(frozen=True)
+class NamespaceView:
+    reader: NamespaceReader
+    pruner: Pruner | None = None  # None: the whole catalog for every question
+    examples: Examples | None = None  # verified question -> query pairs of the namespace
+    few_shot: int = 3  # the most similar verified examples shown to the query writer
+
+    async def describe(self, caller: Caller, namespace: NamespaceRef, question: str = "") -> Described:
+        """The namespace as this caller may read it; with a question, only the tables relevant
+        to it when the namespace is large (schema pruning)."""
+        catalog = await self.reader.catalog(caller, namespace)
+        links = await self.reader.links(caller, namespace)
+        shown = catalog
+        if question and self.pruner is not None:
+            ends = link_columns(catalog, links)
+            shown = await self.pruner.prune(
+                catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
+            )
+        return Described(
+            catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
+            links=render_links(shown, links),
+            columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
+            pruned=len(shown.tables) < len(catalog.tables),
+        )
+
+    async def examples_block(self, caller: Caller, namespace: NamespaceRef, question: str) -> str:
+        """The verified examples most like the question, as few-shot text for a stage's prompt
+        (empty when the namespace has none the caller may run)."""
+        if self.examples is None or self.few_shot <= 0:
+            return ""
+        found = await self.examples.similar(caller, namespace, question, self.few_shot)
+        return f"Verified examples of this namespace:\n{render_examples(found)}\n\n" if found else ""
+
+    async def verified_example(self, caller: Caller, namespace: NamespaceRef, question: str) -> Example | None:
+        """The verified example whose question is this one, if the caller may run its query."""
+        if self.examples is None:
+            return None
+        return await self.examples.exact(caller, namespace, question)
+
+
+def helper_block(helper_prompt: str) -> str:
+    return f"\nAdditional instructions from the caller:\n{helper_prompt.strip()}" if helper_prompt.strip() else ""
