@@ -258,15 +258,6 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
         notes.append(
             f"The token budget ({budget} tokens a run) stopped the run after {len(results)} of {len(plan)} steps."
         )
-    if budget and spent >= budget:
-        text = (
-            f"I stopped before writing an answer: this run used its token budget of {budget} tokens. "
-            "The results of the steps that ran are in the steps."
-        )
-        if notes:
-            text += "\n\nNote: " + " ".join(notes)
-        emit(AnswerReady(text=text))
-        return {"answer": text, "notes": notes, "turns": [turn_of(state, text)]}
     history = render_history(state.get("turns", []), deps.history_turns)
     messages = stage_messages(
         deps.query.prompts,
@@ -282,6 +273,17 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
         or no_steps(state.get("refusal", "")),
         notes=("\nBudget notes:\n" + "\n".join(f"- {n}" for n in notes)) if notes else "",
     )
+    # The answer's prompt is counted before the call, as the query writer's is: a run whose
+    # budget cannot cover it stops here and says so.
+    if budget and spent + tokens.prompt_tokens(messages) > budget:
+        text = (
+            f"I stopped before writing an answer: this run used its token budget of {budget} tokens. "
+            "The results of the steps that ran are in the steps."
+        )
+        if notes:
+            text += "\n\nNote: " + " ".join(notes)
+        emit(AnswerReady(text=text))
+        return {"answer": text, "notes": notes, "turns": [turn_of(state, text)]}
     model = deps.query.models.for_stage("answer", context.choices)
     parts: list[str] = []
     reported = 0
