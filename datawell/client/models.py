@@ -274,3 +274,43 @@ class UploadProgress(Model):
     parts_done: int = 0
     parts_total: int = 0
     attempt: IngestionAttempt | None = None
+
+
+class RunSummary(Model):
+    """A recorded run, as the runs list shows it."""
+
+    id: str
+    graph: str
+    username: str
+    namespace: str
+    question: str
+    started_at: datetime
+    seconds: float
+    outcome: str
+    prompt_tokens: int
+    output_tokens: int
+
+
+class RunList(Model):
+    data: list[RunSummary]
+
+
+class RunRecord(Model):
+    """One run's record: its stages, model calls (tokens, seconds; prompts for the asker),
+    queries (text, row count, error), answer and outcome; times are seconds from its start."""
+
+    id: str
+    graph: str
+    user_id: str
+    username: str = ""
+    namespace: str = ""
+    question: str = ""
+    started_at: datetime
+    seconds: float = 0.0
+    outcome: str
+    error: str | None = None
+    answer: str | None = None
+    trace_id: str | None = None
+    stages: list[dict[str, Any]] = Field(default_factory=list)
+    model_calls: list[dict[str, Any]] = Field(default_factory=list)
+    queries: list[dict[str, Any]] = Field(default_factory=list)

@@ -44,6 +44,8 @@ from datawell.client.models import (
     PreparedUpload,
     Retried,
     RowsPage,
+    RunList,
+    RunRecord,
     StageModel,
 )
 
@@ -348,6 +350,29 @@ class Operations:
         models, conversation_id, web_search, caller_context."""
         body = autorag_body(namespace, query, **options)
         return Call("POST", f"{API}/query/autorag", returns(AutoRagAnswer), body, long_running=True)
+
+    # Recorded runs (docs/operations.md)
+
+    @operation
+    def run(self, run_id: str) -> Call[RunRecord]:
+        """A run's record: seen by the user who asked it (with its prompts) and by the owner
+        of its namespace (without them)."""
+        return Call("GET", f"{API}/runs/{segment(run_id)}", returns(RunRecord))
+
+    @operation
+    def runs(
+        self,
+        *,
+        user: str | None = None,
+        namespace_id: str | None = None,
+        outcome: str | None = None,
+        order: str = "newest",
+        limit: int = 50,
+    ) -> Call[RunList]:
+        """The runs the caller asked and those in namespaces the caller owns, newest (or
+        `order="slowest"`) first."""
+        params = without_none(user=user, namespaceId=namespace_id, outcome=outcome, order=order, limit=limit)
+        return Call("GET", f"{API}/runs", returns(RunList), params=params)
 
     # Ontology
 

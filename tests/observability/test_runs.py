@@ -96,3 +96,18 @@ async def test_the_retention_drops_old_runs(
     services.settings.run_retention_days = 0  # keep none
     await ask(client, alice)
     assert [r["id"] for r in (await client.get("/api/v1/runs", headers=alice.headers)).json()["data"]] == [new]
+
+
+async def test_the_python_client_reads_the_run_and_lists_it(
+    client: httpx.AsyncClient, alice: Account, sales: str
+) -> None:
+    from datawell.client import AsyncClient
+
+    run_id = await ask(client, alice)
+    token = alice.headers["Authorization"].removeprefix("Bearer ")
+    async with AsyncClient("http://datawell.test", token, transport=client._transport) as python:
+        run = await python.run(run_id)
+        listed = await python.runs(order="slowest")
+    assert (run.id, run.outcome, run.answer, run.username) == (run_id, "ok", ANSWER, "alice")
+    assert [q["text"] for q in run.queries] == [QUERY]
+    assert run_id in [r.id for r in listed.data]
