@@ -53,6 +53,8 @@ def configure(log_format: Literal["text", "json"], level: int = logging.INFO) ->
         root.removeHandler(existing)
     root.addHandler(handler(log_format))
     root.setLevel(level)
+    # Every start runs the migrations; alembic's lines about its own context say nothing to an operator.
+    logging.getLogger("alembic").setLevel(max(level, logging.WARNING))
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
