@@ -26,6 +26,7 @@ from datawell.api import (
     ingestions,
     mcp,
     ontology,
+    routing,
     rows,
     system,
     uploads,
@@ -108,8 +109,8 @@ def create_app(
             tracing.shutdown()
 
     routes: list[BaseRoute] = []
-    for router in API_ROUTERS:
-        routes.extend(router.routes(API_PREFIX))
+    # One route per path across the routers: the SDK's methods beside SPEC's on a shared path.
+    routes.extend(routing.routes([op for router in API_ROUTERS for op in router.operations], API_PREFIX))
     routes.extend(system.router.routes(""))
     routes.extend(metrics_api.routes(settings))
     routes.extend(console_routes())

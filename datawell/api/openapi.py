@@ -58,6 +58,7 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
         [p for ops in paths.values() for op in ops.values() for p in op.get("parameters", []) if p["in"] != "header"]
     )
     _no_nul([op.get("requestBody", {}) for ops in paths.values() for op in ops.values()])
+    schemas[JSON_VALUE] = JSON_VALUE_SCHEMA
     return {
         "openapi": "3.1.0",
         "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
@@ -76,10 +77,32 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
 
 
 NO_NUL = "^[^\\u0000]*$"
+# A free-form value (rows, samples, options) as routing takes it: any JSON without a NUL
+# character in a string or a key, at any depth.
+JSON_VALUE = "JsonValue"
+JSON_VALUE_REF = {"$ref": REF.format(model=JSON_VALUE)}
+JSON_VALUE_SCHEMA: dict[str, Any] = {
+    "description": "Any JSON value whose strings and keys hold no NUL character.",
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": JSON_VALUE_REF},
+        {"type": "object", "propertyNames": {"pattern": NO_NUL}, "additionalProperties": JSON_VALUE_REF},
+    ],
+}
+# What makes a schema say something of its value; a schema with none of these takes any value.
+CONSTRAINING = {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "properties", "items"}
+
+
+def _free_form(schema: Any) -> bool:
+    return schema is True or (isinstance(schema, dict) and not CONSTRAINING & schema.keys())
 
 
 def _no_nul(node: Any) -> None:
-    """Every string in `node` (schemas, parameters) says what routing refuses: NUL characters."""
+    """Every string and key in `node` (schemas, parameters) says what routing refuses: NUL
+    characters; a free-form value becomes a `JsonValue`, which says the same at any depth."""
     stack = [node]
     while stack:
         item = stack.pop()
@@ -91,6 +114,15 @@ def _no_nul(node: Any) -> None:
                     item.setdefault("not", {"pattern": "\\u0000"})
                 else:
                     item["pattern"] = NO_NUL
+            if item.get("type") == "object":
+                item.setdefault("propertyNames", {"pattern": NO_NUL})
+                if _free_form(item.get("additionalProperties")):
+                    item["additionalProperties"] = JSON_VALUE_REF
+            if _free_form(item.get("items")):
+                item["items"] = JSON_VALUE_REF
+            for name, sub in (item.get("properties") or {}).items():
+                if _free_form(sub):
+                    item["properties"][name] = {**sub, **JSON_VALUE_REF}
             stack.extend(item.values())
 
 

@@ -11,7 +11,7 @@ what they declared as keyword arguments and never read `request.path_params` or
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -219,21 +219,28 @@ class Router:
         return register
 
     def routes(self, prefix: str) -> list[Route]:
-        """One route per path, whatever its methods, so a 405 lists all of them in `Allow`;
-        operations marked `slash` are served with a trailing slash too."""
-        by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
-        slashed: set[str] = set()
-        for op in self.operations:
-            by_path.setdefault(op.path, {})[op.method] = _handler(op)
-            if op.slash:
-                slashed.add(op.path)
-        routes = []
-        for path, handlers in by_path.items():
-            endpoint = _dispatch(handlers)
-            routes.append(Route(prefix + path, endpoint, methods=list(handlers)))
-            if path in slashed:
-                routes.append(Route(prefix + path + "/", endpoint, methods=list(handlers), include_in_schema=False))
-        return routes
+        return routes(self.operations, prefix)
+
+
+def routes(operations: Iterable[Operation], prefix: str) -> list[Route]:
+    """One route per path, whatever its methods and whichever routers declared them, so a 405
+    lists all of them in `Allow`; operations marked `slash` are served with a trailing slash too."""
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    slashed: set[str] = set()
+    for op in operations:
+        handlers = by_path.setdefault(op.path, {})
+        if op.method in handlers:
+            raise ValueError(f"{op.method} {op.path} is declared twice")
+        handlers[op.method] = _handler(op)
+        if op.slash:
+            slashed.add(op.path)
+    found = []
+    for path, handlers in by_path.items():
+        endpoint = _dispatch(handlers)
+        found.append(Route(prefix + path, endpoint, methods=list(handlers)))
+        if path in slashed:
+            found.append(Route(prefix + path + "/", endpoint, methods=list(handlers), include_in_schema=False))
+    return found
 
 
 def _dispatch(
