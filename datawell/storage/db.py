@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
+from sqlalchemy import event, make_url
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -18,9 +21,32 @@ from datawell.storage.direct import DirectReads
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
+class _SqliteConnection(aiosqlite.Connection):
+    """aiosqlite's connection, stopped at most once.
+
+    When a task is cancelled while it holds a connection, SQLAlchemy closes that connection in a
+    shielded task and, once cancelled itself, stops aiosqlite's thread. The shielded `close()`
+    then stops the thread a second time and waits for it forever, because the thread has left
+    (omnilib/aiosqlite#369): the service would never shut down, and neither would a test's event
+    loop. Here a second stop asks nothing of the thread."""
+
+    def stop(self) -> asyncio.Future[Any] | None:
+        if not self._running:
+            return None
+        return super().stop()
+
+
+def _sqlite_connector(database: str) -> Callable[[], Awaitable[aiosqlite.Connection]]:
+    def connect() -> Awaitable[aiosqlite.Connection]:
+        return _SqliteConnection(lambda: sqlite3.connect(database, timeout=30, check_same_thread=False), 64)
+
+    return connect
+
+
 def create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        database = make_url(url).database or ":memory:"
+        engine = create_async_engine(url, async_creator=_sqlite_connector(database))
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     return create_async_engine(url, pool_pre_ping=True)
