@@ -194,8 +194,9 @@ class Worker:
         log.info("worker %s runs ingestion %s (%s)", self.name, attempt.id, attempt.name)
         try:
             workdir.mkdir()
-            async with deadline:
-                outcome = await Ingest(self.services, attempt, dataset, lease, workdir).run()
+            with trace.current():
+                async with deadline:
+                    outcome = await Ingest(self.services, attempt, dataset, lease, workdir).run()
             done = await self.finish(
                 attempt,
                 ingestions.SUCCEEDED,

@@ -23,12 +23,12 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from datawell.llm.models import STAGE_TAG
 from datawell.observability import metrics, tracing
+from datawell.observability.model_calls import ModelCall, described, reply_message
 from datawell.observability.records import (
     ModelCallRecord,
     PromptMessage,
@@ -47,11 +47,9 @@ def current() -> RunRecorder | None:
 
 @dataclass
 class _Open:
-    index: int  # in the record's stages or model_calls
+    index: int  # in the record's stages
     span: Span
     started: float
-    stage: str = ""
-    model: str = ""
 
 
 class RunRecorder:
@@ -64,7 +62,7 @@ class RunRecorder:
         self._span: Span = trace.INVALID_SPAN
         self._nodes: dict[UUID, _Open] = {}
         self._open_nodes: list[UUID] = []
-        self._calls: dict[UUID, _Open] = {}
+        self._calls: dict[UUID, tuple[int, ModelCall]] = {}  # the record's index, the call
         self._previous: RunRecorder | None = None
 
     def _now(self) -> float:
@@ -123,57 +121,24 @@ class RunRecorder:
 
     def model_started(self, run_id: UUID, stage: str, model: str, messages: list[BaseMessage]) -> None:
         parent_index, parent = self._parent()
-        span = self._child_span(
-            f"chat {model}",
-            parent,
-            {
-                tracing.GEN_AI_OPERATION_NAME: "chat",
-                tracing.GEN_AI_REQUEST_MODEL: model,
-                tracing.GEN_AI_PROVIDER_NAME: model.split("/", 1)[0] if "/" in model else model,
-                "datawell.stage": stage,
-            },
-        )
         prompt = [PromptMessage(role=m.type, content=clip(m.content)) for m in messages]
         self.record.model_calls.append(
             ModelCallRecord(stage=stage, model=model, parent=parent_index, start=self._now(), prompt=prompt)
         )
-        self._calls[run_id] = _Open(len(self.record.model_calls) - 1, span, time.perf_counter(), stage, model)
+        self._calls[run_id] = (len(self.record.model_calls) - 1, ModelCall(stage, model, parent))
 
     def model_ended(self, run_id: UUID, response: LLMResult | None, error: BaseException | None = None) -> None:
-        call = self._calls.pop(run_id, None)
+        index, call = self._calls.pop(run_id, (0, None))
         if call is None:
             return
-        seconds = time.perf_counter() - call.started
-        entry = self.record.model_calls[call.index]
-        entry.seconds = seconds
         message = reply_message(response)
+        entry = self.record.model_calls[index]
+        entry.seconds, usage = call.end(message, error)
+        entry.prompt_tokens, entry.output_tokens, entry.cached_tokens = usage.prompt, usage.output, usage.cached
         if message is not None:
-            usage: dict[str, Any] = dict(message.usage_metadata or {})
-            entry.prompt_tokens = int(usage.get("input_tokens", 0))
-            entry.output_tokens = int(usage.get("output_tokens", 0))
-            entry.cached_tokens = int((usage.get("input_token_details") or {}).get("cache_read", 0) or 0)
             entry.reply = clip(reply_text(message))
-        call.span.set_attributes(
-            {
-                tracing.GEN_AI_USAGE_INPUT_TOKENS: entry.prompt_tokens,
-                tracing.GEN_AI_USAGE_OUTPUT_TOKENS: entry.output_tokens,
-                tracing.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: entry.cached_tokens,
-            }
-        )
         if error is not None:
             entry.error = clip(error)
-            call.span.set_attribute(tracing.ERROR_TYPE, type(error).__name__)
-            call.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
-        call.span.end()
-        metrics.model_called(
-            call.stage,
-            call.model,
-            error is None,
-            seconds,
-            entry.prompt_tokens,
-            entry.cached_tokens,
-            entry.output_tokens,
-        )
 
     # queries
 
@@ -253,15 +218,6 @@ def observe_query(text: str) -> Iterator[QueryObservation]:
             entry.truncated = observation.truncated
 
 
-def reply_message(response: LLMResult | None) -> AIMessage | None:
-    if response is None or not response.generations or not response.generations[0]:
-        return None
-    generation = response.generations[0][0]
-    if isinstance(generation, ChatGeneration) and isinstance(generation.message, AIMessage):
-        return generation.message
-    return None
-
-
 def reply_text(message: AIMessage) -> str:
     if message.tool_calls:
         return json.dumps([{"name": c["name"], "args": c["args"]} for c in message.tool_calls])
@@ -311,12 +267,8 @@ class GraphCallbacks(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        metadata = metadata or {}
-        stage = next((t[len(STAGE_TAG) :] for t in tags or [] if t.startswith(STAGE_TAG)), None)
-        model = metadata.get("ls_model_name") or (serialized or {}).get("name") or "unknown"
-        self.recorder.model_started(
-            run_id, stage or str(metadata.get("langgraph_node", "unknown")), str(model), messages[0] if messages else []
-        )
+        stage, model = described(serialized, tags, metadata, str((metadata or {}).get("langgraph_node", "unknown")))
+        self.recorder.model_started(run_id, stage, model, messages[0] if messages else [])
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         self.recorder.model_ended(run_id, response)

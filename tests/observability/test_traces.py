@@ -19,10 +19,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from datawell.app import create_app
 from datawell.config import Settings
+from datawell.ingest.mapping import ColumnMapping, FieldSource
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
+from datawell.observability import metrics
 from datawell.services import Overrides
 from tests.conftest import Account, Running, make_account, served
+from tests.ingest.support import create_dataset, drain, upload
 from tests.observability.conftest import QUERY, ask
 from tests.tools.conftest import ORDERS
 
@@ -184,3 +187,28 @@ async def load_sales(running: Running) -> None:
         assert owner is not None
         namespace = await access.ensure_namespace(session, owner, "sales")
     await load(running.services, namespace, owner, "orders", FIELDS, TYPES, ORDERS)
+
+
+async def test_an_ingestions_model_calls_are_traced_and_counted(
+    client: httpx.AsyncClient, services: Any, alice: Account, chat_model: Any, exporter: InMemorySpanExporter
+) -> None:
+    """The column mapping's model call is a span under the attempt's stage, with its tokens,
+    and counts in the model-call metrics, as a question's calls do."""
+    await create_dataset(client, alice)
+    chat_model.script[:] = [ColumnMapping(fields=[FieldSource(field="order_id", column="ref")])]
+    exporter.clear()
+    ingestion_id = await upload(services, "alice", "odd.csv", b"ref,who\n7,Ada\n")
+    calls_before = sample("datawell_model_calls_total")
+    assert await drain(services) == [ingestion_id]
+    spans = list(exporter.get_finished_spans())
+    [chat] = [s for s in spans if s.name.startswith("chat ")]
+    by_id = {s.context.span_id: s for s in spans}
+    assert chat.parent is not None and by_id[chat.parent.span_id].name.startswith("ingestion stage: ")
+    assert attributes(chat)["gen_ai.usage.input_tokens"] > 0
+    assert attributes(chat)["gen_ai.usage.output_tokens"] > 0
+    assert sample("datawell_model_calls_total") == calls_before + 1
+
+
+def sample(name: str) -> float:
+    """The sum of a metric's samples of that name, over every label."""
+    return sum(s.value for m in metrics.REGISTRY.collect() for s in m.samples if s.name == name)
