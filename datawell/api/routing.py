@@ -152,8 +152,10 @@ class Operation:
     errors: tuple[int, ...] = ()
     public: bool = False
     description: str = ""
-    streams: dict[str, str] = field(default_factory=dict)  # extra media types -> description
+    # Extra media types -> a description, or the schema itself (of each event, for SSE).
+    streams: dict[str, str | dict[str, Any]] = field(default_factory=dict)
     headers: tuple[tuple[str, str], ...] = ()  # documented request headers (name, description)
+    header_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # their schemas, when not any string
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
@@ -163,6 +165,11 @@ class Operation:
     # A body field a text/plain body fills, for clients that send one value as text (the
     # DataLinks SDK's renames); JSON bodies are taken as well.
     text_field: str | None = None
+    # A JSON body the endpoint reads itself (routing does not parse it), as the document
+    # describes it (MCP's JSON-RPC messages).
+    body_schema: dict[str, Any] | None = None
+    # Other success statuses answered without a body: (status, description).
+    bodiless: tuple[tuple[int, str], ...] = ()
 
 
 async def current_user(request: Request, ctx: Context) -> User:
