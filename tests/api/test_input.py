@@ -34,6 +34,10 @@ async def test_a_deeply_nested_body_is_422_on_every_json_operation(client, alice
         )
         assert response.status_code == 422, (method, path, response.text)
         body = response.json()
+        if path == "/api/v1/mcp":  # the MCP SDK parses its JSON-RPC itself: a JSON-RPC parse error
+            assert body["error"]["code"] == -32700
+            assert "recursion limit" in body["message"]
+            continue
         assert body["message"] == "the body is not valid JSON"
         assert "recursion limit" in body["sub_errors"][0]["message"]
 
