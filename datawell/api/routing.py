@@ -345,6 +345,17 @@ def refuse_nul(values: Any, path: str) -> None:
 
 
 def parse_query(request: Request, model: type[M]) -> M:
+    """The query as `model`; every parameter is one value, so one given twice is refused
+    rather than read as its last value."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidInput(
+            "a query parameter is given more than once",
+            sub_errors=[
+                SubError("repeated", f"query.{name}: given {names.count(name)} times; give it once") for name in repeated
+            ],
+        )
     try:
         return model.model_validate_strings(dict(request.query_params))
     except ValidationError as exc:

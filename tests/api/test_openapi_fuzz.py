@@ -147,7 +147,8 @@ CONFIG = schemathesis.Config.from_dict(
                     "datalinks.usage_by_day",
                     "datalinks.usage_history",
                 ],
-                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", 401, 403, 404, 409, 422]}},
+                # 502: the model is offline (`datalinks.query` documents it; elsewhere it is undocumented).
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", 401, 403, 404, 409, 422, 502]}},
             },
             # `/query/ask` streams JSON objects in its SSE `data:` lines, which the document
             # describes in words (as `/query/autorag`'s stream); tests/datalinks checks them.
