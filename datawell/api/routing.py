@@ -353,7 +353,8 @@ def parse_query(request: Request, model: type[M]) -> M:
         raise InvalidInput(
             "a query parameter is given more than once",
             sub_errors=[
-                SubError("repeated", f"query.{name}: given {names.count(name)} times; give it once") for name in repeated
+                SubError("repeated", f"query.{name}: given {names.count(name)} times; give it once")
+                for name in repeated
             ],
         )
     try:
