@@ -15,6 +15,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,15 +32,41 @@ from datawell.errors import (
     NotFound,
     UnsupportedMediaType,
 )
+from datawell.mcp import agents, datasets
 from datawell.storage.tables import User
 
 router = Router("mcp")
 
-MCP_MEDIA_TYPES = {
-    "application/json": "A JSON-RPC 2.0 response (`result` or `error`), for requests that finish without progress",
-    "text/event-stream": (
-        "SSE whose `data:` lines are JSON-RPC messages: `notifications/progress` while a tool runs, then the response"
-    ),
+RPC_ANSWER = {
+    "type": "object",
+    "description": "A JSON-RPC 2.0 response (`result` or `error`), or a `notifications/progress` message",
+    "required": ["jsonrpc"],
+    "properties": {
+        "jsonrpc": {"type": "string", "enum": ["2.0"]},
+        "id": {"type": ["string", "integer", "null"]},
+        "result": {"type": "object"},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+        },
+        "method": {"type": "string"},
+        "params": {"type": "object"},
+    },
+}
+MCP_MEDIA_TYPES: dict[str, str | dict[str, Any]] = {
+    "application/json": RPC_ANSWER,
+    # In OpenAPI 3.1 an event stream's schema describes each event.
+    "text/event-stream": {
+        "type": "object",
+        "description": "One SSE event: `notifications/progress` while a tool runs, then the response",
+        "required": ["data"],
+        "properties": {
+            "event": {"type": "string", "enum": ["message"]},
+            "id": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": RPC_ANSWER},
+        },
+    },
 }
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -51,6 +78,83 @@ SDK_STATUS_ERRORS: dict[int, type[DatawellError]] = {
     406: InvalidInput,
     415: UnsupportedMediaType,
 }
+
+
+PAGE = {"type": "object", "properties": {"cursor": {"type": "string"}}, "additionalProperties": False}
+NO_PARAMS = {"type": "object", "properties": {}, "additionalProperties": False}
+INITIALIZE = {
+    "type": "object",
+    "required": ["protocolVersion", "capabilities", "clientInfo"],
+    "properties": {
+        "protocolVersion": {"type": "string", "enum": list(HANDSHAKE_PROTOCOL_VERSIONS)},
+        "capabilities": {"type": "object"},
+        "clientInfo": {
+            "type": "object",
+            "required": ["name", "version"],
+            "properties": {"name": {"type": "string"}, "version": {"type": "string"}},
+        },
+    },
+}
+READ = {"type": "object", "required": ["uri"], "properties": {"uri": {"type": "string"}}}
+
+
+def rpc_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "title": method,
+        "required": ["jsonrpc", "id", "method", *(["params"] if "required" in params else [])],
+        "properties": {
+            "jsonrpc": {"type": "string", "enum": ["2.0"]},
+            "id": {"type": ["string", "integer"]},
+            "method": {"type": "string", "enum": [method]},
+            "params": params,
+        },
+        "additionalProperties": False,
+    }
+
+
+def message_schema() -> dict[str, Any]:
+    """The body: one JSON-RPC 2.0 message of the methods Datawell's MCP server answers, a
+    `tools/call` per tool with that tool's input schema, or a notification (answered 202).
+    A request's own errors (an unknown method or tool, arguments a tool refuses) are JSON-RPC
+    errors or error results in a 200 answer, as the protocol has it; a body that is not a
+    JSON-RPC message is a 422."""
+    calls = [
+        rpc_request(
+            "tools/call",
+            {
+                "type": "object",
+                "required": ["name", "arguments"],
+                "properties": {
+                    "name": {"type": "string", "enum": [tool.name]},
+                    "arguments": tool.arguments.model_json_schema(by_alias=True),
+                },
+            },
+        )
+        for tool in (*datasets.TOOLS, *agents.TOOLS)
+    ]
+    notification = {
+        "type": "object",
+        "title": "notification",
+        "required": ["jsonrpc", "method"],
+        "properties": {
+            "jsonrpc": {"type": "string", "enum": ["2.0"]},
+            "method": {"type": "string", "enum": ["notifications/initialized"]},
+        },
+        "additionalProperties": False,
+    }
+    return {
+        "oneOf": [
+            rpc_request("initialize", INITIALIZE),
+            rpc_request("ping", NO_PARAMS),
+            rpc_request("tools/list", PAGE),
+            *calls,
+            rpc_request("resources/list", PAGE),
+            rpc_request("resources/templates/list", PAGE),
+            rpc_request("resources/read", READ),
+            notification,
+        ]
+    }
 
 
 def origin_key(url: str) -> tuple[str, str, int] | None:
@@ -141,8 +245,15 @@ class Delegate(Response):
     streams=MCP_MEDIA_TYPES,
     slash=True,
     errors=(403, 415, 422),
+    body_schema=message_schema(),
+    bodiless=((202, "Accepted: the body was a notification (or a response), which has no answer"),),
+    header_schemas={"MCP-Protocol-Version": {"type": "string", "enum": list(HANDSHAKE_PROTOCOL_VERSIONS)}},
     headers=(
-        ("MCP-Protocol-Version", "The MCP revision: 2025-11-25 (or older) after `initialize`, or 2026-07-28"),
+        (
+            "MCP-Protocol-Version",
+            "The MCP revision negotiated by `initialize`. (2026-07-28 is served too, with its per-request "
+            "`_meta` envelope in every request's params, which this document does not spell out.)",
+        ),
         ("Accept", "Must accept both application/json and text/event-stream"),
         ("Origin", "Sent by browsers: must be the service's own origin or one in DATAWELL_MCP_ALLOWED_ORIGINS"),
     ),

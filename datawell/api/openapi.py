@@ -162,14 +162,19 @@ def _operation(op: Operation, refs: dict[Any, Any], schemas: dict[str, Any]) -> 
             field = op.body.model_json_schema(by_alias=True)["properties"][op.text_field]
             text = {**field, "description": f"the value of `{op.text_field}` alone, as text"}
             doc["requestBody"]["content"]["text/plain"] = {"schema": text}
+    if op.body_schema is not None:
+        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body_schema}}}
     success: dict[str, Any] = {"description": "Success"}
     if op.response is not None:
         success["content"] = {"application/json": {"schema": _schema(op.response, refs, schemas)}}
-    for media_type, description in op.streams.items():
+    for media_type, described in op.streams.items():
         kind = "object" if media_type == "application/json" else "string"
-        success.setdefault("content", {})[media_type] = {"schema": {"type": kind, "description": description}}
+        stream: dict[str, Any] = {"type": kind, "description": described} if isinstance(described, str) else described
+        success.setdefault("content", {})[media_type] = {"schema": stream}
     for status in (op.status, *op.also):
         doc["responses"][str(status)] = success
+    for status, meaning in op.bodiless:
+        doc["responses"][str(status)] = {"description": meaning}
     for status in op.errors:
         doc["responses"][str(status)] = {
             "description": ERROR_TEXT.get(status, "Error"),
@@ -202,7 +207,7 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
             "in": "header",
             "required": False,
             "description": text,
-            "schema": HEADER_SCHEMAS.get(name, {"type": "string"}),
+            "schema": op.header_schemas.get(name) or HEADER_SCHEMAS.get(name, {"type": "string"}),
         }
         for name, text in op.headers
     )

@@ -152,8 +152,10 @@ class Operation:
     errors: tuple[int, ...] = ()
     public: bool = False
     description: str = ""
-    streams: dict[str, str] = field(default_factory=dict)  # extra media types -> description
+    # Extra media types -> a description, or the schema itself (of each event, for SSE).
+    streams: dict[str, str | dict[str, Any]] = field(default_factory=dict)
     headers: tuple[tuple[str, str], ...] = ()  # documented request headers (name, description)
+    header_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)  # their schemas, when not any string
     # Also served, undocumented, at the path with a trailing slash, for clients that add one
     # to a URL they were given (A2A, MCP): Starlette would answer them 307, which they do not follow.
     slash: bool = False
@@ -163,6 +165,11 @@ class Operation:
     # A body field a text/plain body fills, for clients that send one value as text (the
     # DataLinks SDK's renames); JSON bodies are taken as well.
     text_field: str | None = None
+    # A JSON body the endpoint reads itself (routing does not parse it), as the document
+    # describes it (MCP's JSON-RPC messages).
+    body_schema: dict[str, Any] | None = None
+    # Other success statuses answered without a body: (status, description).
+    bodiless: tuple[tuple[int, str], ...] = ()
 
 
 async def current_user(request: Request, ctx: Context) -> User:
@@ -338,6 +345,18 @@ def refuse_nul(values: Any, path: str) -> None:
 
 
 def parse_query(request: Request, model: type[M]) -> M:
+    """The query as `model`; every parameter is one value, so one given twice is refused
+    rather than read as its last value."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidInput(
+            "a query parameter is given more than once",
+            sub_errors=[
+                SubError("repeated", f"query.{name}: given {names.count(name)} times; give it once")
+                for name in repeated
+            ],
+        )
     try:
         return model.model_validate_strings(dict(request.query_params))
     except ValidationError as exc:

@@ -6,6 +6,7 @@ to presigned URLs, so file bytes never pass through a JSON request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -23,6 +24,8 @@ from datawell.errors import Conflict, Forbidden, InvalidInput, NotFound, SubErro
 
 COPY_BUFFER = 1024 * 1024
 WRITE_BUFFER = 1024 * 1024
+# A closed upload's parts folder is renamed to `<DELETING><uploadId>.<random>` before it is deleted.
+DELETING = ".deleting-"
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,11 @@ class LocalObjectStore:
             # One file per distinct content; the newest wins if a part is sent twice.
             await asyncio.to_thread(os.replace, temporary, folder / f"{number:05d}.{etag}")
         except FileNotFoundError:
-            raise Conflict(f"upload {upload_id} was aborted while part {number} was being written") from None
+            # The upload was closed meanwhile: its folder, with this temporary file, was moved away.
+            raise Conflict(
+                f"upload {upload_id} was closed (aborted or completed) while part {number} was being written; "
+                "the part was not stored"
+            ) from None
         finally:
             temporary.unlink(missing_ok=True)
         return f'"{etag}"'
@@ -256,16 +263,32 @@ class LocalObjectStore:
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
-        shutil.rmtree(self.upload_dir(upload_id), ignore_errors=True)
+        self._delete_parts(upload_id)
 
     async def abort_multipart(self, key: str, upload_id: str) -> None:
-        await asyncio.to_thread(shutil.rmtree, self.upload_dir(upload_id), True)
+        await asyncio.to_thread(self._delete_parts, upload_id)
+
+    def _delete_parts(self, upload_id: str) -> None:
+        """Move the upload's folder out of the way in one rename, then delete it. Deleting in
+        place raced with a part PUT: a file created after `rmtree` listed the folder made its
+        `rmdir` fail (silently), and the part stayed. After the rename every path a PUT
+        writes to is gone, so it fails instead (409); what it already wrote is in the moved
+        folder. A moved folder left by a process that died here is deleted by the next call
+        for the same upload (the worker's sweep of closed uploads makes that call)."""
+        folder = self.upload_dir(upload_id)
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(folder, self.parts_root / f"{DELETING}{upload_id}.{uuid.uuid4().hex}")
+        for moved in self.parts_root.glob(f"{DELETING}{upload_id}.*"):
+            shutil.rmtree(moved, ignore_errors=True)
 
     async def multipart_ids(self) -> list[str]:
-        def listed() -> list[str]:
-            return [p.name for p in self.parts_root.iterdir() if p.is_dir()] if self.parts_root.is_dir() else []
+        def listed() -> set[str]:
+            if not self.parts_root.is_dir():
+                return set()
+            folders = [p.name for p in self.parts_root.iterdir() if p.is_dir()]
+            return {name.removeprefix(DELETING).partition(".")[0] for name in folders}
 
-        return await asyncio.to_thread(listed)
+        return sorted(await asyncio.to_thread(listed))
 
 
 def part_size_error(number: int, expected: int, received: int) -> InvalidInput:
