@@ -448,7 +448,6 @@ def assistant_deps(services: Services) -> AssistantDeps:
     return AssistantDeps(
         query=query_deps(services),
         budgets=Budgets(
-            max_steps=settings.max_steps,
             max_rows_per_step=settings.max_rows_per_step,
             max_tokens_per_run=settings.max_tokens_per_run,
         ),
