@@ -40,6 +40,7 @@ from datawell.api.uploads import CompletedPart, complete_upload
 from datawell.errors import Conflict, Forbidden, IngestionFailed, InvalidInput, NotFound, SubError
 from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.mapping import similarity_mapping
+from datawell.ingest.worker import queue_work
 from datawell.ontology.candidate import Candidate
 from datawell.ontology.candidates import find_candidates
 from datawell.ontology.links import (
@@ -541,9 +542,9 @@ async def ingest_rows(
         payload = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows).encode()
     key = object_key(dataset, name)
     await services.objects.put(key, payload)
-    async with services.db.session() as session:
-        attempt = await ingestions.enqueue(session, dataset.record, key, name, len(payload), user)
-    services.work_queued.set()
+    attempt = await queue_work(
+        services, lambda session: ingestions.enqueue(session, dataset.record, key, name, len(payload), user)
+    )
     indexed = await stored(services, attempt.id)
     if body.link or body.curate:
         await link_after(ctx, user, dataset, body.link, activate=bool(body.curate))
