@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from datawell.client import ApiError, AsyncClient, Client, UploadProgress
+from datawell.client.calls import Call, operation
 from datawell.client.models import DatasetCoordinate
-from datawell.client.operations import Call, Operations, operation
+from datawell.client.operations import Operations
 from tests.client.conftest import Live
 
 PART = 8 * 1024 * 1024
