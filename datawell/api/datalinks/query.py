@@ -14,7 +14,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import Response
 
-from datawell.api.autorag import AutoRagRequest
+from datawell.api.autorag import AutoRagRequest, assistant_request
 from datawell.api.errors import error_body
 from datawell.api.routing import Context, Router, named_user
 from datawell.api.schemas import ApiModel
@@ -181,20 +181,7 @@ per step `stepStarted` `{index, instruction}` and `step` `{index, instruction, q
 async def ask(request: Request, ctx: Context, user: User, body: AutoRagRequest) -> Response:
     """The assistant run of `/query/autorag`, streamed with the SDK's event names and shapes."""
     runs: Runs = ctx.runs
-    async with runs.services.db.session() as session:
-        namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
-    run = await runs.start_assistant(
-        AskRequest(
-            user=user,
-            namespace=namespace,
-            question=body.query,
-            choices=body.choices(),
-            conversation_id=body.conversation_id,
-            helper_prompt=body.helper_prompt,
-            web_search=body.web_search,
-            caller_context=body.caller_context,
-        )
-    )
+    run = await runs.start_assistant(await assistant_request(runs, user, body))
     return EventSourceResponse(ask_events(run), ping=15)
 
 
