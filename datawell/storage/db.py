@@ -38,7 +38,11 @@ class _SqliteConnection(aiosqlite.Connection):
 
 def _sqlite_connector(database: str) -> Callable[[], Awaitable[aiosqlite.Connection]]:
     def connect() -> Awaitable[aiosqlite.Connection]:
-        return _SqliteConnection(lambda: sqlite3.connect(database, timeout=30, check_same_thread=False), 64)
+        connection = _SqliteConnection(lambda: sqlite3.connect(database, timeout=30, check_same_thread=False), 64)
+        # As SQLAlchemy's own connect does: a process may end without closing its engine (a
+        # command that refuses to start), and a pooled connection's thread must not keep it alive.
+        connection._thread.daemon = True
+        return connection
 
     return connect
 
