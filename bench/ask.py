@@ -37,7 +37,7 @@ from datawell import demo
 from datawell.app import create_app
 from datawell.client import Client
 from datawell.config import Settings
-from datawell.llm import embedded
+from datawell.llm import embedded, embedded_runtime
 from datawell.services import build_services
 
 QUESTIONS = [
@@ -61,7 +61,7 @@ class Asked:
     total: float = 0.0
     answer: str = ""
     error: str = ""
-    calls: list[embedded.CallStats] = field(default_factory=list)
+    calls: list[embedded_runtime.CallStats] = field(default_factory=list)
 
 
 def free_port() -> int:
@@ -111,7 +111,7 @@ def rates(asked: list[Asked]) -> tuple[float, float]:
     return prefill, decode
 
 
-def floor(call: embedded.CallStats, prefill: float, decode: float) -> float:
+def floor(call: embedded_runtime.CallStats, prefill: float, decode: float) -> float:
     return (call.prompt_tokens - call.cached_tokens) / prefill + call.output_tokens / decode
 
 
@@ -194,7 +194,7 @@ def main() -> None:
         server.should_exit = True
         thread.join()
         runtime = embedded.runtime()
-        figures = report(asked, runtime.load_seconds, runtime.threads or embedded.default_threads())
+        figures = report(asked, runtime.load_seconds, runtime.threads or embedded_runtime.default_threads())
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
 

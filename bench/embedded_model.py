@@ -20,7 +20,7 @@ from langchain_core.callbacks import UsageMetadataCallbackHandler
 from pydantic import BaseModel, Field
 
 from datawell.config import Settings
-from datawell.llm import embedded, weights
+from datawell.llm import embedded, embedded_runtime, weights
 from datawell.llm.litellm_models import LiteLLMChatModels
 
 
@@ -56,7 +56,7 @@ async def main(threads: int) -> None:
         started = time.monotonic()
         await asyncio.to_thread(runtime.load)
         loaded = time.monotonic() - started
-        print(f"threads            {threads or embedded.default_threads()} of {os.cpu_count()} cores")
+        print(f"threads            {threads or embedded_runtime.default_threads()} of {os.cpu_count()} cores")
         print(f"join + sha256      {joined:6.1f} s (first start only)")
         print(f"verified restart   {verified * 1000:6.1f} ms")
         print(f"model load         {loaded:6.1f} s")
@@ -65,7 +65,7 @@ async def main(threads: int) -> None:
         started = time.monotonic()
         answer = await model.with_structured_output(SqlAnswer).ainvoke(QUESTION, config={"callbacks": [usage]})
         print(
-            f"structured answer  {time.monotonic() - started:6.1f} s, {usage.usage_metadata[embedded.EMBEDDED_MODEL]}"
+            f"structured answer  {time.monotonic() - started:6.1f} s, {usage.usage_metadata[embedded_runtime.EMBEDDED_MODEL]}"
         )
         print(f"                   {answer.sql}")  # type: ignore[union-attr]
 
@@ -79,7 +79,7 @@ async def main(threads: int) -> None:
             if chunk.content and first_token is None:
                 first_token = time.monotonic() - started
         total = time.monotonic() - started
-        used = usage.usage_metadata[embedded.EMBEDDED_MODEL]
+        used = usage.usage_metadata[embedded_runtime.EMBEDDED_MODEL]
         tokens = used["output_tokens"]
         assert first_token is not None
         print(f"first token        {first_token:6.1f} s ({used['input_tokens']} prompt tokens)")

@@ -20,7 +20,6 @@ from datawell.api import (
     autorag,
     build_specs,
     datalinks,
-    datalinks_query,
     datasets,
     examples,
     ingestions,
@@ -63,7 +62,6 @@ API_ROUTERS: list[Router] = [
     run_api.router,
     # After SPEC's routes: a SPEC path wins where the SDK's paths overlap it.
     datalinks.router,
-    datalinks_query.router,
 ]
 
 

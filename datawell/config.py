@@ -171,7 +171,6 @@ class Settings(BaseSettings):
     )
 
     # Assistant budgets
-    max_steps: int = 5
     max_rows_per_step: int = Field(
         10, ge=1, description="Rows of a step the answer model reads; the rest are summarised."
     )

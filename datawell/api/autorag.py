@@ -32,7 +32,7 @@ from datawell.graphs.events import (
     StepFinished,
 )
 from datawell.llm.models import StageChoices
-from datawell.runs import AskRequest, Run
+from datawell.runs import AskRequest, Run, Runs
 from datawell.storage.access import namespace_named
 from datawell.storage.tables import User
 from datawell.storage.users import SELF
@@ -120,20 +120,8 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
     """Plans the steps to answer the question, runs a query per step, and answers from the rows.
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
     runs = ctx.runs
-    async with runs.services.db.session() as session:
-        namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
-    ask = AskRequest(
-        user=user,
-        namespace=namespace,
-        question=body.query,
-        choices=body.choices(),
-        conversation_id=body.conversation_id,
-        helper_prompt=body.helper_prompt,
-        web_search=body.web_search,
-        caller_context=body.caller_context,
-    )
     # Checks that fail raise here, before anything streams: the client gets an ErrorResponse.
-    run = await runs.start_assistant(ask)
+    run = await runs.start_assistant(await assistant_request(runs, user, body))
     # Where the run's record will be (GET /api/v1/runs/{id}), before its first event.
     headers = {RUN_HEADER: run.run_id} if run.run_id else None
     if wants_stream(request):
@@ -144,6 +132,23 @@ async def autorag(request: Request, ctx: Context, user: User, body: AutoRagReque
 
 
 RUN_HEADER = "Datawell-Run-Id"
+
+
+async def assistant_request(runs: Runs, user: User, body: AutoRagRequest) -> AskRequest:
+    """The assistant run an AutoRAG body asks for (this route's and the DataLinks SDK's
+    `/query/ask`), in the namespace it names (404 when there is none)."""
+    async with runs.services.db.session() as session:
+        namespace = await namespace_named(session, named_user(body.username or SELF, user), body.namespace)
+    return AskRequest(
+        user=user,
+        namespace=namespace,
+        question=body.query,
+        choices=body.choices(),
+        conversation_id=body.conversation_id,
+        helper_prompt=body.helper_prompt,
+        web_search=body.web_search,
+        caller_context=body.caller_context,
+    )
 
 
 def wants_stream(request: Request) -> bool:

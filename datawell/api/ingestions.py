@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from datawell.api.routing import (
@@ -21,6 +22,7 @@ from datawell.api.routing import (
 )
 from datawell.api.schemas import ApiModel
 from datawell.errors import NotFound
+from datawell.ingest.worker import queue_work
 from datawell.ontology.links import remove_dataset_links
 from datawell.storage import hints, ingestions
 from datawell.storage.access import Permission, namespace_by_id, require_seen
@@ -214,10 +216,12 @@ async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion
     """Creates a new ingestion of the same uploaded file (201, the new attempt's id) and queues
     it for the background worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
     while another ingestion of the same file is queued, running or succeeded."""
-    async with ctx.services.db.session() as session:
+
+    async def retried(session: AsyncSession) -> Ingestion:
         session.add(ingestion)
-        attempt = await ingestions.retry(session, ingestion, user)
-    ctx.services.work_queued.set()
+        return await ingestions.retry(session, ingestion, user)
+
+    attempt = await queue_work(ctx.services, retried)
     return RetryResponse(id=uuid.UUID(attempt.id))
 
 

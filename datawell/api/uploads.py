@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
@@ -16,6 +17,7 @@ from datawell.api.routing import WRITABLE_DATASET, Context, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
+from datawell.ingest.worker import queue_work
 from datawell.services import PART_PATH, Services
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.ingestions import enqueue
@@ -227,11 +229,12 @@ async def complete_upload(
         async with services.db.session() as session:
             await move(session, upload, UploadStatus.COMPLETING, UploadStatus.OPEN)
         raise
-    async with services.db.session() as session:
+
+    async def completed(session: AsyncSession) -> Ingestion:
         await move(session, upload, UploadStatus.COMPLETING, UploadStatus.COMPLETED)
-        ingestion = await enqueue(session, dataset.record, upload.key, name or upload.filename, upload.size, user)
-    services.work_queued.set()
-    return ingestion
+        return await enqueue(session, dataset.record, upload.key, name or upload.filename, upload.size, user)
+
+    return await queue_work(services, completed)
 
 
 async def assembled(objects: ObjectStore, upload: Upload) -> bool:

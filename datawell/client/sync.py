@@ -11,8 +11,9 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
+from datawell.client.calls import API, Call, autorag_body, connection_options, error_of, export_call
 from datawell.client.models import CompletedPart, IngestionAttempt, PartReceipt, RunEvent
-from datawell.client.operations import API, Call, Operations, autorag_body, connection_options, error_of, export_call
+from datawell.client.operations import Operations
 from datawell.client.streams import STREAM, EventReader, Part, Progress, Tracker, parts_of, stream_error
 
 T = TypeVar("T")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from datawell.errors import IngestionFailed
+from datawell.ingest.batches import DEFAULT_LIMITS, Batch, Limits, column_names
 from datawell.ingest.formats import CSV_DELIMITERS, head, sniff_encoding, undecodable
-from datawell.ingest.tabular import DEFAULT_LIMITS, Batch, Limits, column_names
 
 
 class CsvTable:

@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest import values
+from datawell.ingest.batches import Limits, sample_rows
 from datawell.ingest.columnar import Ahead, Columnar, Fallback, Positioned, columnar, spooled, typed, typed_ahead
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
@@ -37,7 +38,7 @@ from datawell.ingest.formats import TABULAR, Format, detect_format
 from datawell.ingest.limits import FileLimits, check_archive
 from datawell.ingest.mapping import map_columns
 from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
-from datawell.ingest.tabular import Limits, open_table, sample_rows
+from datawell.ingest.tabular import open_table
 from datawell.ingest.values import ReadRecords
 from datawell.scheduler import Priority
 from datawell.services import Services

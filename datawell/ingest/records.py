@@ -15,8 +15,8 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 
 from datawell.errors import IngestionFailed
+from datawell.ingest.batches import Table
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
-from datawell.ingest.tabular import Table
 from datawell.storage.rows import ARROW_TYPES, arrow_column
 
 SHOWN_VALUE_CHARS = 60

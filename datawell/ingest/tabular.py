@@ -2,52 +2,25 @@
 
 Each reader names its columns up front and then streams rows in batches, so memory stays
 flat however large the file is. `batches()` opens the file anew on every call. CSV/TSV
-live in `delimited`; the ingestion reads them the columnar way when it can (`columnar`)."""
+live in `delimited`, what the readers share in `batches`; the ingestion reads them the columnar way when it can (`columnar`)."""
 
 from __future__ import annotations
 
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from datawell.errors import IngestionFailed
+from datawell.ingest.batches import DEFAULT_LIMITS, Batch, Limits, Table, column_names
+from datawell.ingest.delimited import CsvTable
 from datawell.ingest.formats import Format, head, sniff_encoding, undecodable
 from datawell.ingest.limits import nested_too_deeply, too_deep
 
 SAMPLE_RECORDS = 1000  # JSON records read to find the columns
 MAX_ITEM_CHARS = 64 * 1024 * 1024  # one JSON item may be this large
 READ_CHARS = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on a delimited file's shape (settings `ingest_max_*`), so one odd file cannot
-    hold a worker: each is checked while reading and fails the attempt saying which."""
-
-    header_chars: int = 1024 * 1024
-    field_chars: int = 16 * 1024 * 1024
-    columns: int = 10_000
-    json_depth: int = 64  # how deep one JSON record may nest (DATAWELL_INGEST_MAX_JSON_DEPTH)
-
-
-DEFAULT_LIMITS = Limits()
-
-
-@dataclass
-class Batch:
-    rows: list[list[Any]] = field(default_factory=list)  # values in the order of the table's columns
-    locations: list[int] = field(default_factory=list)  # the line or row number of each row
-    position: int = 0  # bytes of the file read so far (approximate inside a file)
-
-
-class Table(Protocol):
-    unit: str  # "line" or "row": how `Batch.locations` count
-    columns: list[str]
-
-    def batches(self, size: int) -> Iterator[Batch]: ...
 
 
 def open_table(path: Path, fmt: Format, limits: Limits = DEFAULT_LIMITS) -> Table:
@@ -62,8 +35,6 @@ def open_table(path: Path, fmt: Format, limits: Limits = DEFAULT_LIMITS) -> Tabl
 
 def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
     if fmt in ("csv", "tsv"):
-        from datawell.ingest.delimited import CsvTable  # it builds on this module's Batch and Limits
-
         return CsvTable(path, "\t" if fmt == "tsv" else None, limits)
     if fmt == "json":
         return JsonTable(path, max_depth=limits.json_depth)
@@ -74,31 +45,6 @@ def _open_table(path: Path, fmt: Format, limits: Limits) -> Table:
     if fmt == "xlsx":
         return XlsxTable(path)
     raise ValueError(f"{fmt} is not a tabular format")
-
-
-def column_names(raw: list[Any]) -> list[str]:
-    """Header cells as column names: blanks get `column_N`, repeats get a `_2`, `_3` suffix.
-
-    Linear in the number of cells: a set answers "taken?" and each base name remembers the
-    next suffix to try, so `a` repeated 100,000 times costs no more than 100,000 names."""
-    names: list[str] = []
-    taken: set[str] = set()
-    next_suffix: dict[str, int] = {}
-    for i, cell in enumerate(raw):
-        base = str(cell).strip() if cell is not None and str(cell).strip() else f"column_{i + 1}"
-        name, n = base, next_suffix.get(base, 2)
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        next_suffix[base] = n
-        taken.add(name)
-        names.append(name)
-    return names
-
-
-def sample_rows(table: Table, count: int) -> list[list[Any]]:
-    for batch in table.batches(count):
-        return batch.rows
-    return []
 
 
 class JsonTable:

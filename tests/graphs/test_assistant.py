@@ -395,23 +395,6 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
     assert "First question" not in chat_model.prompts()[1]
 
 
-async def test_the_step_budget_trims_the_plan_and_the_answer_says_so(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, search_server: str
-) -> None:
-    services.settings.web_search_url = search_server
-    services.settings.max_steps = 1
-    chat_model.script += [PlanOutput(query=OSLO, web_search="Oslo weather"), "Ann [1]."]
-
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who?"))
-
-    assert of_type(events, PlanReady)[0].steps == ["Who?"]
-    assert len(of_type(events, StepFinished)) == 1
-    answer = answer_of(events)
-    assert answer == "Ann [1].\n\nNote: The plan had 2 steps; only the first 1 ran (the limit is 1 steps a run)."
-    assert "".join(e.text for e in of_type(events, AnswerDelta)) == answer
-    assert SearxHandler.queries == []
-
-
 class MeteredModel(ScriptedChatModel):
     """Reports 500 tokens a call, as a provider's usage metadata would."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from datawell.ingest.tabular import column_names
+from datawell.ingest.batches import column_names
 from datawell.services import Services
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, drain, rows_of, upload

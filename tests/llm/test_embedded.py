@@ -22,8 +22,9 @@ from pydantic import BaseModel, Field
 
 from datawell.config import Settings
 from datawell.errors import ModelError
-from datawell.llm import embedded, weights
-from datawell.llm.embedded import EMBEDDED_MODEL, EmbeddedProvider, EmbeddedRuntime
+from datawell.llm import embedded, embedded_runtime, weights
+from datawell.llm.embedded import EmbeddedProvider
+from datawell.llm.embedded_runtime import EMBEDDED_MODEL, EmbeddedRuntime
 from datawell.llm.litellm_models import LiteLLMChatModel, LiteLLMChatModels
 from datawell.llm.weights import ensure_model_file
 
@@ -172,7 +173,7 @@ async def test_an_answer_with_its_tokens(install: Any) -> None:
     assert answer.usage_metadata == counted
     assert usage.usage_metadata == {EMBEDDED_MODEL: counted}
     assert server.requests[0]["messages"] == [{"role": "user", "content": "one?"}]
-    assert server.requests[0]["max_tokens"] == embedded.DEFAULT_MAX_TOKENS
+    assert server.requests[0]["max_tokens"] == embedded_runtime.DEFAULT_MAX_TOKENS
 
 
 def test_sync_answers_and_streams(install: Any) -> None:

@@ -18,7 +18,7 @@ from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.graphs.nl2ql.state import QueryDraft
 from datawell.graphs.structured import MAX_NAMED_COLUMNS, ask_structured
-from datawell.llm.embedded import EMBEDDED_MODEL
+from datawell.llm.embedded_runtime import EMBEDDED_MODEL
 from datawell.llm.litellm_models import LiteLLMChatModel, LiteLLMChatModels
 from datawell.llm.models import ModelChoice, StageChoices
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from datawell.errors import QueryError
-from datawell.tools.dlql import Join, Position, Table, compile_query, hop_join, parse
+from datawell.tools.dlql import Position, parse
+from datawell.tools.dlql_compile import Join, Table, compile_query, hop_join
 
 FIELDS = ["brand", "price", "in_stock", "note", "country", "name"]
 

@@ -1,4 +1,5 @@
-"""The assistant graph: plan → step (one nl2ql run per planned step, repeated) → answer."""
+"""The assistant graph in one line: plan → step (the plan's query as one nl2ql run, then its web
+search if it has one) → answer."""
 
 from __future__ import annotations
 
@@ -21,10 +22,9 @@ def build_graph(
     query_graph = build_query_graph(deps.query)
     builder = StateGraph(AssistantState, context_schema=AssistantContext, input_schema=AssistantInput)
     builder.add_node("plan", partial(nodes.plan, deps=deps))
-    builder.add_node("step", partial(nodes.step, deps=deps, nl2ql=query_graph))
+    builder.add_node("step", partial(nodes.steps, deps=deps, nl2ql=query_graph))
     builder.add_node("answer", partial(nodes.answer, deps=deps))
     builder.add_edge(START, "plan")
-    route = partial(nodes.next_step, deps=deps)
-    builder.add_conditional_edges("plan", route, ["step", "answer"])
-    builder.add_conditional_edges("step", route, ["step", "answer"])
+    builder.add_edge("plan", "step")
+    builder.add_edge("step", "answer")
     return builder.compile(checkpointer=checkpointer, name="assistant")

@@ -5,7 +5,7 @@ and when one stops or trims a run the answer says so."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -44,7 +44,6 @@ WEB_RULE = (
 
 @dataclass(frozen=True)
 class Budgets:
-    max_steps: int = 5
     max_rows_per_step: int = 10
     max_tokens_per_run: int = 20000  # 0: no limit
 
@@ -69,12 +68,12 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         step = PlannedStep(
             instruction=state["question"], kind="data", search="", query=verified.query.strip(), verified=True
         )
-        return plan_update(namespace, None, [step], "A verified example answers the question.", "", 0, [])
+        return plan_update(namespace, None, [step], "A verified example answers the question.", "", 0)
     # --- issue 27: a question the catalog does not cover is refused before the plan (tools/coverage.py) ---
     if deps.query.coverage is not None:
         declined = await uncovered(deps.query.tools, deps.query.coverage, context, state["question"])
         if declined:
-            return plan_update(namespace, None, [], plan_summary([], declined), declined, 0, [])
+            return plan_update(namespace, None, [], plan_summary([], declined), declined, 0)
     # --- end issue 27 ---
     examples = await view.examples_block(context.caller, context.namespace, state["question"])
     web = context.web_search and deps.web is not None
@@ -96,7 +95,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         refusal = (
             f"The question's prompt (about {needed:,} tokens) is larger than the run's token budget of {budget:,}."
         )
-        return plan_update(namespace, examples, [], refusal, refusal, 0, [])
+        return plan_update(namespace, examples, [], refusal, refusal, 0)
     columns = namespace.columns if deps.query.name_columns else []
     reply = await ask_structured(deps.query.models.for_stage("plan", context.choices), PlanOutput, messages, columns)
     output = reply.parsed
@@ -108,13 +107,8 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         steps.append(
             PlannedStep(instruction=f"Search the web for: {words}", kind="web", search=words, query="", verified=False)
         )
-    notes = []
-    limit = deps.budgets.max_steps
-    if len(steps) > limit:
-        notes.append(f"The plan had {len(steps)} steps; only the first {limit} ran (the limit is {limit} steps a run).")
-        steps = steps[:limit]
     summary = plan_summary(steps, output.refusal)
-    return plan_update(namespace, examples, steps, summary, output.refusal, reply.tokens, notes)
+    return plan_update(namespace, examples, steps, summary, output.refusal, reply.tokens)
 
 
 def plan_update(
@@ -124,7 +118,6 @@ def plan_update(
     summary: str,
     refusal: str,
     tokens: int,
-    notes: list[str],
 ) -> dict[str, Any]:
     """The plan announced and put in the state."""
     emit(PlanReady(text=summary, steps=[s["instruction"] for s in steps]))
@@ -137,7 +130,7 @@ def plan_update(
         "refusal": refusal.strip() if not steps else "",
         "plan": steps,
         "results": [],
-        "notes": notes,
+        "notes": [],
         "tokens": tokens,
         "answer": "",
     }
@@ -161,16 +154,34 @@ def plan_summary(steps: list[PlannedStep], refusal: str) -> str:
     return "A web search answers the question." if kinds == {"web"} else "One query answers the question."
 
 
-async def step(
+async def steps(
     state: AssistantState,
     runtime: Runtime[AssistantContext],
     deps: AssistantDeps,
     nl2ql: CompiledStateGraph[QueryState, QueryContext, QueryInput, QueryState],
 ) -> dict[str, Any]:
-    results = list(state.get("results", []))
-    index = len(results) + 1
-    planned = state["plan"][index - 1]
+    """The plan's steps in order (its query, then its web search); a spent token budget stops
+    the rest, and the answer says so."""
+    results: list[StepResult] = []
     spent = state.get("tokens", 0)
+    budget = deps.budgets.max_tokens_per_run
+    for index, planned in enumerate(state.get("plan", []), start=1):
+        if budget and spent >= budget:
+            break
+        result, spent = await step(index, planned, spent, state, runtime, deps, nl2ql)
+        results.append(result)
+    return {"results": results, "tokens": spent}
+
+
+async def step(
+    index: int,
+    planned: PlannedStep,
+    spent: int,
+    state: AssistantState,
+    runtime: Runtime[AssistantContext],
+    deps: AssistantDeps,
+    nl2ql: CompiledStateGraph[QueryState, QueryContext, QueryInput, QueryState],
+) -> tuple[StepResult, int]:
     emit(StepStarted(index=index, instruction=planned["instruction"]))
     if planned["kind"] == "web":
         result = await web_step(index, planned, deps)
@@ -214,7 +225,7 @@ async def step(
             error=result["error"] or None,
         )
     )
-    return {"results": [*results, result], "tokens": spent}
+    return result, spent
 
 
 async def web_step(index: int, planned: PlannedStep, deps: AssistantDeps) -> StepResult:
@@ -237,15 +248,6 @@ async def web_step(index: int, planned: PlannedStep, deps: AssistantDeps) -> Ste
         truncated=False,
         error=error,
     )
-
-
-def next_step(state: AssistantState, deps: AssistantDeps) -> Literal["step", "answer"]:
-    if len(state.get("results", [])) >= len(state.get("plan", [])):
-        return "answer"
-    budget = deps.budgets.max_tokens_per_run
-    if budget and state.get("tokens", 0) >= budget:
-        return "answer"
-    return "step"
 
 
 async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps: AssistantDeps) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""The graphs' dependencies built from the services, and a graph run's config (the current
+run's recorder hears its nodes and model calls)."""
+
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableConfig
+
+from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
+from datawell.graphs.curator.state import CuratorDeps
+from datawell.graphs.nl2ql.nodes import QueryDeps
+from datawell.graphs.view import NamespaceView
+from datawell.observability import recorder as recording
+from datawell.services import Services
+from datawell.tools.pruning import PruneLimits, SchemaPruner
+from datawell.tools.web import HttpWebSearch
+
+DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def graph_config() -> RunnableConfig:
+    """A graph run's config: the current run's recorder hears its nodes and model calls."""
+    recorder = recording.current()
+    return {"callbacks": [recorder.callbacks()]} if recorder is not None else {}
+
+
+def query_deps(services: Services) -> QueryDeps:
+    s = services
+    return QueryDeps(
+        tools=s.query_tools,
+        models=s.models,
+        prompts=s.prompts,
+        view=NamespaceView(
+            s.query_tools,
+            pruner=SchemaPruner(
+                s.embedder,
+                PruneLimits(
+                    s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep
+                ),
+            ),
+            examples=s.examples,
+            few_shot=s.settings.query_few_shot,
+        ),
+        max_attempts=s.settings.query_max_attempts,
+        dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
+        name_columns=s.settings.query_name_columns,
+        match_literals=s.settings.query_match_literals,
+        coverage=s.embedder if s.settings.query_refuse_uncovered else None,
+        candidates=s.settings.query_candidates,
+        candidate_temperature=s.settings.query_candidate_temperature,
+    )
+
+
+def assistant_deps(services: Services) -> AssistantDeps:
+    settings = services.settings
+    return AssistantDeps(
+        query=query_deps(services),
+        budgets=Budgets(
+            max_rows_per_step=settings.max_rows_per_step,
+            max_tokens_per_run=settings.max_tokens_per_run,
+        ),
+        web=HttpWebSearch(settings.web_search_url, settings.web_search_timeout_seconds)
+        if settings.web_search_url
+        else None,
+        web_results=settings.web_search_results,
+    )
+
+
+def curator_deps(services: Services) -> CuratorDeps:
+    s = services
+    return CuratorDeps(db=s.db, rows=s.rows, vectors=s.vectors, embedder=s.embedder, models=s.models, prompts=s.prompts)
