@@ -106,6 +106,7 @@ def create_app(
             await services.close()
             tracing.shutdown()
 
+    traced = tracing.enabled(settings) or spans is not None
     routes: list[BaseRoute] = []
     # One route per path across the routers: the SDK's methods beside SPEC's on a shared path.
     routes.extend(routing.routes([op for router in API_ROUTERS for op in router.operations], API_PREFIX))
@@ -122,9 +123,13 @@ def create_app(
             Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
             Middleware(ConsoleCookies, api_prefix=API_PREFIX),
         ]
-        + ([Middleware(RequestMetrics)] if settings.metrics != "off" else []),
+        + (
+            [Middleware(RequestMetrics, counted=settings.metrics != "off")]
+            if settings.metrics != "off" or traced
+            else []
+        ),
     )
-    if tracing.enabled(settings) or spans is not None:
+    if traced:
         # Outermost: the request's span is current in every middleware and handler below.
         StarletteInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
         # A span per request, without its children for each ASGI send and receive (three

@@ -151,7 +151,9 @@ def _candidates(values: Sequence[str], description: str) -> Iterator[Reading]:
             f"amounts of money{f' in {currency}' if currency else ''}, decimal {'comma' if mark == ',' else 'point'}"
         )
         yield Reading("money", label, partial(read_money, mark=mark, currency=currency))
-    unit = field_unit(description)
+    # Only numbers can be quantities: a column of names never loads pint's registry.
+    numeric = any(QUANTITY.fullmatch(v) or NUMBER.fullmatch(v) for v in values)
+    unit = field_unit(description) if numeric else None
     if unit is not None:
         cores = [m.group(1) if (m := QUANTITY.fullmatch(v)) else v for v in values]
         mark = decimal_mark([c for c in cores if NUMBER.fullmatch(c.strip())]) or "."

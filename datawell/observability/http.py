@@ -16,8 +16,9 @@ class RequestMetrics:
     """ASGI middleware, inside any that copies the scope: Starlette's router leaves the route
     it chose in the scope (`scope["route"]`), whose path is the template."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, counted: bool = True) -> None:
         self.app = app
+        self.counted = counted  # False: metrics are off, only the `traceparent` header is added
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -39,5 +40,6 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = getattr(scope.get("route"), "path", metrics.UNMATCHED_ROUTE)
-            metrics.http_request(route, scope["method"], status, time.perf_counter() - started)
+            if self.counted:
+                route = getattr(scope.get("route"), "path", metrics.UNMATCHED_ROUTE)
+                metrics.http_request(route, scope["method"], status, time.perf_counter() - started)

@@ -108,6 +108,20 @@ async def test_traces_are_off_by_default(settings: Settings) -> None:
     assert response.status_code == 200 and "traceparent" not in response.headers
 
 
+async def test_the_response_names_its_trace_with_metrics_off(settings: Settings) -> None:
+    exporter = InMemorySpanExporter()
+    quiet = settings.model_copy(update={"metrics": "off"})
+    overrides = Overrides(models=FixedChatModels(None), embedder=HashingEmbedder())  # type: ignore[arg-type]
+    app = create_app(quiet, overrides, spans=SimpleSpanProcessor(exporter))
+    async with served(app) as running:
+        transport = httpx.ASGITransport(app=running.asgi)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            response = await http.get("/health")
+            assert (await http.get("/metrics")).status_code == 404
+    [server] = [s for s in exporter.get_finished_spans() if s.name == "GET /health"]
+    assert response.headers["traceparent"].split("-")[1] == f"{server.context.trace_id:032x}"
+
+
 class Receiver(BaseHTTPRequestHandler):
     received: ClassVar[list[tuple[str, bytes]]] = []
 
