@@ -151,14 +151,14 @@ def _candidates(values: Sequence[str], description: str) -> Iterator[Reading]:
             f"amounts of money{f' in {currency}' if currency else ''}, decimal {'comma' if mark == ',' else 'point'}"
         )
         yield Reading("money", label, partial(read_money, mark=mark, currency=currency))
+    numbers = [v for v in values if NUMBER.fullmatch(v)]
+    quantities = [QUANTITY.fullmatch(v) for v in values]
     # Only numbers can be quantities: a column of names never loads pint's registry.
-    numeric = any(QUANTITY.fullmatch(v) or NUMBER.fullmatch(v) for v in values)
-    unit = field_unit(description) if numeric else None
+    unit = field_unit(description) if numbers or any(quantities) else None
     if unit is not None:
-        cores = [m.group(1) if (m := QUANTITY.fullmatch(v)) else v for v in values]
+        cores = [m.group(1) if m else v for m, v in zip(quantities, values, strict=True)]
         mark = decimal_mark([c for c in cores if NUMBER.fullmatch(c.strip())]) or "."
         yield Reading("quantity", f"quantities in {unit}", partial(read_quantity, mark=mark, unit=unit))
-    numbers = [v for v in values if NUMBER.fullmatch(v)]
     if numbers and (mark := decimal_mark(numbers)):
         label = f"numbers with a decimal {'comma' if mark == ',' else 'point'}"
         yield Reading("number", label, partial(read_number, mark=mark))
