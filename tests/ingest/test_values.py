@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from datawell.ingest.mapping import ColumnMapping, FieldSource
+from datawell.ingest.readings import MONTH_NAMES, babel_month_names
 from datawell.ingest.values import decide
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
@@ -67,6 +68,13 @@ def test_month_name_dates_in_several_languages() -> None:
     label, found = read(["11. März 2025", "3. April 2025", "1 March 2024", "March 5, 2024"], "Order date")
     assert label == "dates with month names, day first"
     assert found == [datetime(2025, 3, 11), datetime(2025, 4, 3), datetime(2024, 3, 1), datetime(2024, 3, 5)]
+
+
+def test_the_written_out_month_names_are_babels() -> None:
+    """`MONTH_NAMES` is babel's month names written out (building them from babel's locale data
+    took 0.1 s of every first ingestion of a column with digits and words in it)."""
+    assert babel_month_names() == MONTH_NAMES
+    assert {"märz", "janv", "października", "september"} <= MONTH_NAMES
 
 
 @pytest.mark.parametrize(
