@@ -11,7 +11,8 @@ downloaded here, so DuckDB's Arrow batches go through `sqlite3.executemany`). Po
 peer: one plain `COPY … FROM` of the same file into a typed table. Each side runs in its own
 process (its own peak RSS). The column mapping comes from a scripted model (the right answer,
 at once), so the numbers are the pipeline's, not a model's. The attempt is queued as an
-upload's `complete` queues it and timed until SUCCEEDED. Needs the `bench` extra (pandas,
+upload's `complete` queues it and timed until SUCCEEDED, by a worker as it runs in a server
+(its SQLite writer process started before the file comes, as `Worker.run` starts it). Needs the `bench` extra (pandas,
 duckdb). Never run by the test suite."""
 
 from __future__ import annotations
@@ -250,6 +251,9 @@ async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres
     await embedder.inner.embed(["warm up"])  # load (or distill) the model before the clock starts
     overrides = Overrides(models=FixedChatModels(ScriptedChatModel([mapping])), embedder=embedder)
     services = await build_services(settings, overrides)
+    # As a started worker has it (`Worker.run`): the SQLite writer process is up before the file comes.
+    if (writer := services.rows.prepare_writer()) is not None:
+        await asyncio.to_thread(writer.wait_ready)
     try:
         key = "bench/orders.csv"
         size = path.stat().st_size

@@ -28,6 +28,9 @@ from datawell.ingest.tabular import JsonTable, ParquetTable
 from datawell.storage.rows import ARROW_TYPES, arrow_column
 
 BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time
+# The first batch is cut here: writing starts once these rows are typed, not a whole batch
+# (the row types guessed for the stage are then those of these rows: `typed_ahead`).
+FIRST_BATCH_ROWS = 8_192
 Positioned = tuple[pa.RecordBatch, int]  # a batch and the bytes of the file read so far
 
 
@@ -75,6 +78,15 @@ class ArrowCsv:
                         yield block.slice(start, size), position
             except (pa.ArrowException, UnicodeError, ValueError) as exc:
                 raise Fallback from exc
+
+
+def first_small(batches: Iterator[Positioned], rows: int) -> Iterator[Positioned]:
+    """The batches, the first one cut after `rows` rows."""
+    for index, (batch, position) in enumerate(batches):
+        if index == 0 and batch.num_rows > rows:
+            yield batch.slice(0, rows), position
+            batch = batch.slice(rows)
+        yield batch, position
 
 
 def _longest(column: pa.Array, length: Any) -> int:

@@ -29,7 +29,18 @@ from typing import Any, Protocol, TypeVar
 from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest import values
 from datawell.ingest.batches import Limits, sample_rows
-from datawell.ingest.columnar import Ahead, Columnar, Fallback, Positioned, columnar, spooled, typed, typed_ahead
+from datawell.ingest.columnar import (
+    FIRST_BATCH_ROWS,
+    Ahead,
+    Columnar,
+    Fallback,
+    Positioned,
+    columnar,
+    first_small,
+    spooled,
+    typed,
+    typed_ahead,
+)
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
@@ -49,6 +60,10 @@ from datawell.storage.tables import Dataset, Ingestion, utcnow
 from datawell.storage.vectors import ROWS
 
 SAMPLE_ROWS = 5  # rows shown to the model for the column mapping
+# From this size a stage goes to the SQLite writer process when one has been started: its
+# ADBC inserts take half the time of `executemany` and none of this process's core, and below
+# it the batches are too few to gain the time it takes to send them.
+WARM_PROCESS_BYTES = 1024 * 1024
 EMBEDDING_FAILED = (
     "embedding the rows for semantic() failed (logged): the rows are queryable, semantic() finds only part of them"
 )
@@ -79,6 +94,7 @@ class Tracker(Protocol):
 class Outcome:
     rows: int
     message: str
+    mapping: dict[str, Any] | None = None  # the attempt's mapping as it ends (None: as recorded)
 
 
 @dataclass
@@ -121,7 +137,8 @@ class Ingest:
         published = self.mapping.get("published")
         if published is None:
             outcome = await self.ingest()
-            await self.record(published={"rows": outcome.rows, "message": outcome.message})
+            if self.embed:  # a takeover goes straight on with the vectors (else it runs again)
+                await self.record(published={"rows": outcome.rows, "message": outcome.message})
         else:  # published before its last worker died: only the vectors may be missing
             outcome = Outcome(int(published["rows"]), str(published["message"]))
         if self.fresh_hints is not None:
@@ -137,9 +154,9 @@ class Ingest:
             except Exception:  # the rows are published and stay: say their vectors are missing
                 log.exception("embedding the rows of ingestion %s failed", self.attempt.id)
                 return Outcome(outcome.rows, outcome.message + "; " + EMBEDDING_FAILED)
-        # Done: the mapping shows how the file was read, not how far the work went.
-        await self.tracker.record_mapping({k: v for k, v in self.mapping.items() if k not in PROGRESS_KEYS})
-        return outcome
+        # Done: the mapping shows how the file was read, not how far the work went (written
+        # with the attempt's end, in one transaction).
+        return Outcome(outcome.rows, outcome.message, {k: v for k, v in self.mapping.items() if k not in PROGRESS_KEYS})
 
     async def record(self, **values: Any) -> None:
         """Add `values` to the attempt's recorded mapping (kept whole: the column mapping too)."""
@@ -269,7 +286,7 @@ class Ingest:
 
     async def write_columnar(self, arrow: Columnar) -> int:
         """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
-        batches = arrow.batches(self.batch_rows)
+        batches = first_small(arrow.batches(self.batch_rows), FIRST_BATCH_ROWS)
         if self.dataset.field_types:
             return await self.write_typed(typed(batches, dataset_columns(self.dataset)))
         # A first ingestion: rows are written on the types the first batch suggests while the
@@ -283,8 +300,12 @@ class Ingest:
         return await self.write_typed(typed(spooled(spool, self.total_bytes), types))
 
     def bulk_writer(self) -> StageWriter:
+        """A file of `ingest_bulk_process_bytes` is worth starting a writer process for; one
+        of `WARM_PROCESS_BYTES` is worth the writer process already started (`prepare_writer`)."""
+        rows = self.services.rows
         large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
-        return self.services.rows.writer(self.attempt.id, large=large)
+        large = large or (self.total_bytes >= WARM_PROCESS_BYTES and rows.writer_ready())
+        return rows.writer(self.attempt.id, large=large)
 
     async def write_typed(self, batches: Iterator[Positioned]) -> int:
         writer = self.bulk_writer()

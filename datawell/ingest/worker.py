@@ -81,7 +81,8 @@ class Lease:
     async def _advance(self, **values: Any) -> None:
         if self.lost:
             raise AttemptStopped(self.ingestion_id)
-        async with self.services.db.session() as session:
+        # Not synced: a crash ends the lease anyway; the attempt's end is (`finish`).
+        async with self.services.db.session(durable=False) as session:
             held = await ingestions.advance(session, self.ingestion_id, self.worker, self.length, **values)
         if not held:
             self.lost = True
@@ -144,6 +145,8 @@ class Worker:
         try:
             while not stop.is_set():
                 try:
+                    # Large SQLite stages find their writer process started (`RowStore.prepare_writer`).
+                    self.services.rows.prepare_writer()
                     if time.monotonic() >= next_upload_sweep:
                         next_upload_sweep = time.monotonic() + settings.upload_sweep_seconds
                         await self.sweep_uploads()
@@ -179,7 +182,7 @@ class Worker:
 
     async def claim(self) -> tuple[Ingestion, Dataset] | None:
         lease = timedelta(seconds=self.services.settings.worker_lease_seconds)
-        async with self.services.db.session() as session:
+        async with self.services.db.session(durable=False) as session:  # a crash ends the lease anyway
             attempt = await ingestions.claim(session, self.name, lease)
             if attempt is None:
                 return None
@@ -216,6 +219,7 @@ class Worker:
                 outcome.message,
                 processed_rows=outcome.rows,
                 processed_bytes=attempt.expected_total_bytes,
+                **({"mapping": outcome.mapping} if outcome.mapping is not None else {}),
             )
             if done:
                 ended = "succeeded"

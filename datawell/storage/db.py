@@ -6,13 +6,14 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event, make_url
+from sqlalchemy import event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -47,20 +48,23 @@ def _sqlite_connector(database: str) -> Callable[[], Awaitable[aiosqlite.Connect
     return connect
 
 
-def create_engine(url: str) -> AsyncEngine:
+def create_engine(url: str, *, lazy: bool = False) -> AsyncEngine:
+    """An engine; `lazy` (SQLite): its commits are not synced to disk (`Database.session`)."""
     if url.startswith("sqlite"):
         database = make_url(url).database or ":memory:"
         engine = create_async_engine(url, async_creator=_sqlite_connector(database))
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", partial(_sqlite_pragmas, lazy=lazy))
         return engine
     return create_async_engine(url, pool_pre_ping=True)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, lazy: bool = False) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    if lazy:
+        cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
@@ -76,6 +80,10 @@ class Database:
         self.url = url
         self.engine = create_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite: a second engine whose commits are not synced (`session(durable=False)`).
+        on_file = self.dialect == "sqlite" and (make_url(url).database or ":memory:") != ":memory:"
+        self.lazy_engine = create_engine(url, lazy=True) if on_file else None
+        self.lazy_sessions = async_sessionmaker(self.lazy_engine or self.engine, expire_on_commit=False)
         self.direct = DirectReads(url)  # the API's hot reads, past the ORM (`storage.direct`)
 
     @property
@@ -94,9 +102,15 @@ class Database:
             await connection.run_sync(upgrade)
 
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[AsyncSession]:
-        """A session whose transaction commits on success and rolls back on error."""
-        async with self.sessions() as session, session.begin():
+    async def session(self, *, durable: bool = True) -> AsyncIterator[AsyncSession]:
+        """A session whose transaction commits on success and rolls back on error. Not
+        `durable`: the commit is not waited onto the disk (a running attempt's progress and
+        lease, which a crash makes moot): SQLite's WAL then keeps it in the log, synced by the
+        next durable commit; PostgreSQL commits it without waiting for its WAL flush."""
+        sessions = self.sessions if durable else self.lazy_sessions
+        async with sessions() as session, session.begin():
+            if not durable and self.dialect == "postgresql":
+                await session.execute(text("SET LOCAL synchronous_commit TO OFF"))
             yield session
 
     @asynccontextmanager
@@ -108,4 +122,6 @@ class Database:
 
     async def close(self) -> None:
         await self.direct.close()
+        if self.lazy_engine is not None:
+            await self.lazy_engine.dispose()
         await self.engine.dispose()

@@ -31,7 +31,18 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from datawell.storage.bulk import Stage, Writer, as_tuples, id_prefix, open_writer, row_ids, staged
+from datawell.storage.bulk import (
+    SqliteProcessWriter,
+    Stage,
+    Writer,
+    WriterProcess,
+    as_tuples,
+    id_prefix,
+    open_writer,
+    row_ids,
+    sqlite_path,
+    staged,
+)
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
@@ -119,6 +130,33 @@ class RowStore:
 
     def __init__(self, url: str) -> None:
         self.engine: AsyncEngine = create_engine(url)
+        self.path = sqlite_path(url)  # a SQLite file: large stages may go to a writer process
+        self.writer_process: WriterProcess | None = None  # started, free for the next large stage
+
+    def prepare_writer(self) -> WriterProcess | None:
+        """Start the writer process of large SQLite stages now, if none is free, so that an
+        attempt does not wait for its start (the worker calls this when it starts and between
+        attempts); the free one, if any."""
+        if self.writer_process is not None and not self.writer_process.alive():
+            self.take_writer_process().stop()  # type: ignore[union-attr]  # ended: reap it
+        if self.path is not None and self.writer_process is None:
+            self.writer_process = WriterProcess(self.path)
+        return self.writer_process
+
+    def writer_ready(self) -> bool:
+        """Whether a writer process has been started and is free: a stage of a few MB is then
+        worth giving it (without one, only files of `ingest_bulk_process_bytes`)."""
+        return self.writer_process is not None and self.writer_process.alive()
+
+    def take_writer_process(self) -> WriterProcess | None:
+        taken, self.writer_process = self.writer_process, None
+        return taken
+
+    def free_writer_process(self, child: WriterProcess) -> None:
+        if self.writer_process is None:
+            self.writer_process = child
+        else:  # two large stages ran at once: one free process is enough
+            child.stop()
 
     @property
     def dialect(self) -> str:
@@ -166,7 +204,7 @@ class RowStore:
         """Make the staged rows visible, atomically, as rows of `source` (the file's name); how
         many there were, and whether the stage became the dataset's table (then the table
         holds exactly the staged rows)."""
-        table = await self.ensure_table(dataset)
+        table = self.table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.begin() as connection:
             # One publisher of a dataset at a time, so "the table is empty: take the stage's
@@ -178,8 +216,14 @@ class RowStore:
                 await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
             count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
             await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
-            if (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None:
-                await connection.run_sync(lambda c: table.drop(c))
+            # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
+            exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
+            if (
+                not exists
+                or (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None
+            ):
+                if exists:
+                    await connection.run_sync(lambda c: table.drop(c))
                 await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
                 await connection.run_sync(_drop_origin_defaults, table.name)
                 return Published(int(count), renamed=True)
@@ -245,6 +289,8 @@ class RowStore:
             return int((await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one())
 
     async def close(self) -> None:
+        if (child := self.take_writer_process()) is not None:
+            await asyncio.to_thread(child.stop)
         await self.engine.dispose()
 
 
@@ -281,12 +327,16 @@ class StageWriter:
         first batch, so its start-up overlaps other work."""
         if not self.opened:
             url = self.store.engine.url.render_as_string(hide_password=False)
-            self.bulk, self.opened = await asyncio.to_thread(open_writer, url, self.stage, large=self.large), True
+            child = self.store.take_writer_process() if self.large else None
+            bulk = await asyncio.to_thread(open_writer, url, self.stage, large=self.large, child=child)
+            self.bulk, self.opened = bulk, True
 
     async def close(self) -> None:
         if self.bulk is not None:
-            await asyncio.to_thread(self.bulk.close)
-            self.bulk = None
+            bulk, self.bulk = self.bulk, None
+            await asyncio.to_thread(bulk.close)
+            if isinstance(bulk, SqliteProcessWriter) and (child := bulk.free()) is not None:
+                self.store.free_writer_process(child)
 
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> pa.RecordBatch:

@@ -4,7 +4,8 @@ The driver bundles its own copy of SQLite; two copies in one process break each 
 file locks, so it runs here, in a process of its own, fed by `bulk.SqliteProcessWriter`:
 each batch of field values arrives on stdin as one Arrow IPC stream whose schema metadata
 names the staging table and what `bulk.staged` needs to add the rows' ids (made here: off
-the parent's core); it is acknowledged with a line on stdout once committed.
+the parent's core); it is acknowledged with a line on stdout once committed. It says `ready`
+once started, and serves stages until its input ends (`bulk.WriterProcess`).
 
     python -m datawell.storage.sqlite_ingest /path/to/rows.db"""
 
@@ -28,6 +29,8 @@ def main(path: str) -> None:
         # A staging table needs no durability before it is published (publishing commits
         # durably; a crash before that starts the attempt from an empty stage).
         execute(connection, "PRAGMA synchronous=NORMAL")
+        sys.stdout.write("ready\n")  # started: the parent may count on it for the next stage
+        sys.stdout.flush()
         source = cast(io.BufferedReader, sys.stdin.buffer)
         while source.peek(1):
             reader = ipc.open_stream(source)
