@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datawell.ingest import pipeline
+from datawell.ingest import columnar, pipeline
 from datawell.services import Services
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, dataset_ref, drain, rows_of, upload
@@ -178,3 +178,42 @@ async def test_types_that_change_after_the_first_batch_are_written_again_from_th
     assert (rows, types) == await fields_and_types(services, "rows")
     assert [r["n"] for r in rows] == [1.0, 2.0, 2.5, 4.0, 5.0]
     assert (types["n"], types["x"], types["tag"]) == ("real", "integer", "text")
+
+
+def test_blocks_are_regrouped_into_batches_the_first_as_it_comes() -> None:
+    """The first block is typed and written at once (its first rows cut off), later ones wait
+    until a batch is full; no row is lost, doubled or moved."""
+    from datawell.ingest.columnar import first_small, regrouped
+
+    def block(first: int, rows: int) -> tuple[pa.RecordBatch, int]:
+        return pa.RecordBatch.from_pydict({"n": list(range(first, first + rows))}), first + rows
+
+    blocks = [block(0, 3), block(3, 4), block(7, 5), block(12, 1)]
+    batches = list(first_small(regrouped(iter(blocks), 5), 2))
+    assert [b.num_rows for b, _ in batches] == [2, 1, 5, 5]
+    assert [n for b, _ in batches for n in b.column("n").to_pylist()] == list(range(13))
+    assert [position for _, position in batches] == [3, 3, 12, 13]
+
+
+async def test_a_csv_of_several_blocks_goes_to_the_started_writer_process(
+    client, services: Services, alice: Account, row_reads: list[str]
+) -> None:
+    """A CSV of a few MB whose `n` is empty for its first block and integers after: parsed in
+    blocks, staged by the writer process the worker started (SQLite), rewritten from the spool
+    when the later blocks change `n`'s type, every row once and in order."""
+    services.settings.ingest_embed_rows = False  # the rows' vectors are another test's
+    started = services.rows.prepare_writer()
+    lines = [f"{'' if i < 20_000 else i},{i / 4},label {i} of the file" for i in range(60_000)]
+    data = ("n,x,label\n" + "\n".join(lines) + "\n").encode()
+    assert len(data) > 2 * columnar.CSV_BLOCK_BYTES
+    await create_dataset(client, alice, "blocks", SCHEMA)
+    done = await ingest(services, "blocks", "r.csv", data)
+    assert done.status == "SUCCEEDED", done.status_message
+    assert row_reads == []
+    rows, types = await fields_and_types(services, "blocks")
+    assert (types["n"], types["x"], types["label"]) == ("integer", "real", "text")
+    assert len(rows) == 60_000
+    assert [r["label"] for r in rows] == [f"label {i} of the file" for i in range(60_000)]
+    assert rows[19_999]["n"] is None and rows[20_000]["n"] == 20_000
+    if started is not None:  # SQLite: the started process wrote the stage and is free again
+        assert services.rows.writer_process is started and started.ready

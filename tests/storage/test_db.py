@@ -46,3 +46,22 @@ def test_a_run_cancelled_inside_a_query_lets_the_event_loop_end(tmp_path: Path) 
 
     threading.Thread(target=serve, daemon=True).start()
     assert ended.wait(timeout=30), "the event loop never ended: a SQLite connection's close waits forever"
+
+
+async def test_sessions_not_durable_commit_without_a_sync(tmp_path: Path) -> None:
+    """`session(durable=False)` (a running attempt's lease and progress) commits on a connection
+    that does not sync; every other session syncs its commits, and both see each other's rows."""
+    from datawell.storage.db import Database
+
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'meta.db'}")
+    try:
+        async with database.session() as session:
+            await session.execute(text("CREATE TABLE t (a INTEGER)"))
+        async with database.session(durable=False) as session:
+            assert (await session.execute(text("PRAGMA synchronous"))).scalar_one() == 1  # NORMAL
+            await session.execute(text("INSERT INTO t VALUES (1)"))
+        async with database.session() as session:
+            assert (await session.execute(text("PRAGMA synchronous"))).scalar_one() == 2  # FULL
+            assert (await session.execute(text("SELECT a FROM t"))).scalars().all() == [1]
+    finally:
+        await database.close()

@@ -138,3 +138,40 @@ async def test_a_bulk_write_that_the_database_refuses_fails_the_writer(rows: Row
                 await writer.append(arrow_rows([{"order_id": 1, "total": 1.0, "paid": True}] * 10, ds.field_types))
         finally:
             await writer.close()
+
+
+async def test_a_started_writer_process_serves_one_stage_after_another(rows: RowStore) -> None:
+    """The SQLite writer process a worker starts ahead (`prepare_writer`) takes the large stages
+    one after another, is free again after each, and is let go when a stage fails in it."""
+    import uuid
+
+    from datawell.storage.rows import arrow_rows
+
+    if rows.path is None:
+        assert rows.prepare_writer() is None  # PostgreSQL: COPY needs no process
+        return
+    started = rows.prepare_writer()
+    assert started is not None and rows.writer_ready() and rows.prepare_writer() is started
+    ds = dataset()
+    for start in (0, 100):
+        ingestion = str(uuid.uuid4())
+        await rows.stage(ds, ingestion)
+        writer = rows.writer(ingestion, large=True)
+        await writer.append(arrow_rows([{"order_id": start + i} for i in range(5)], ds.field_types))
+        assert not rows.writer_ready()  # taken by the writer
+        await writer.close()
+        assert rows.writer_process is started and started.ready and started.alive()
+        await rows.publish(ds, ingestion, source="a.csv")
+    assert await rows.count(ds) == 10
+    refused = str(uuid.uuid4())  # never staged: the child fails, and goes
+    writer = rows.writer(refused, large=True)
+    with pytest.raises(RuntimeError, match="stg_"):
+        try:
+            await writer.append(arrow_rows([{"order_id": 1}], ds.field_types))
+        finally:
+            await writer.close()
+    assert rows.writer_process is None and not started.alive()
+    again = rows.prepare_writer()
+    assert again is not None and again is not started
+    await rows.close()
+    assert not again.alive()

@@ -35,3 +35,12 @@ async def test_vectors_of_another_embedder_are_never_compared(tmp_path: Path) ->
     assert await store.search(ROWS, "a", vector, limit=5) == []
     assert await store.count(ROWS, "a") == 0
     await store.close()
+
+
+async def test_deleting_from_a_collection_that_was_never_made_does_not_make_it() -> None:
+    """An attempt deletes its vectors before it writes; with none ever stored, the collection
+    is not created (0.04 s locally) only to be emptied."""
+    store = VectorStore(HashingEmbedder().dimension)
+    assert await store.delete(ROWS, "a", ingestion_id="x") == 0
+    assert not await store.client.collection_exists(ROWS)
+    await store.close()
