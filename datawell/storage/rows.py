@@ -138,7 +138,8 @@ class RowStore:
         attempt does not wait for its start (the worker calls this when it starts and between
         attempts); the free one, if any."""
         if self.writer_process is not None and not self.writer_process.alive():
-            self.take_writer_process().stop()  # type: ignore[union-attr]  # ended: reap it
+            self.writer_process.stop()  # it ended (killed, or its database went): reap it
+            self.writer_process = None
         if self.path is not None and self.writer_process is None:
             self.writer_process = WriterProcess(self.path)
         return self.writer_process
