@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,6 +48,7 @@ from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
 FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
+WRITER_RETRY_SECONDS = 60.0  # a writer process that ended before it started is not started again sooner
 ARROW_TYPES: dict[str, pa.DataType] = {
     "integer": pa.int64(),
     "real": pa.float64(),
@@ -132,15 +134,18 @@ class RowStore:
         self.engine: AsyncEngine = create_engine(url)
         self.path = sqlite_path(url)  # a SQLite file: large stages may go to a writer process
         self.writer_process: WriterProcess | None = None  # started, free for the next large stage
+        self.writer_retry_at = 0.0  # (monotonic) a writer process that failed to start is not restarted before
 
     def prepare_writer(self) -> WriterProcess | None:
         """Start the writer process of large SQLite stages now, if none is free, so that an
         attempt does not wait for its start (the worker calls this when it starts and between
         attempts); the free one, if any."""
         if self.writer_process is not None and not self.writer_process.alive():
-            self.writer_process.stop()  # it ended (killed, or its database went): reap it
-            self.writer_process = None
-        if self.path is not None and self.writer_process is None:
+            ended, self.writer_process = self.writer_process, None
+            ended.stop()  # reap it
+            if not ended.ready:  # it never started: not again before a minute has passed
+                self.writer_retry_at = time.monotonic() + WRITER_RETRY_SECONDS
+        if self.path is not None and self.writer_process is None and time.monotonic() >= self.writer_retry_at:
             self.writer_process = WriterProcess(self.path)
         return self.writer_process
 

@@ -175,3 +175,15 @@ async def test_a_started_writer_process_serves_one_stage_after_another(rows: Row
     assert again is not None and again is not started
     await rows.close()
     assert not again.alive()
+
+
+async def test_a_writer_process_that_cannot_start_is_not_restarted_at_every_poll(rows: RowStore, tmp_path) -> None:
+    """The worker asks for a started writer process at every poll; one that ended before it
+    ever started (here: its database's folder is missing) is not started again for a minute."""
+    if rows.path is None:
+        return
+    rows.path = str(tmp_path / "missing" / "rows.db")
+    first = rows.prepare_writer()
+    assert first is not None
+    first.process.wait(timeout=30)
+    assert rows.prepare_writer() is None and rows.writer_process is None
