@@ -1,0 +1,166 @@
+"""The client's models (`datawell.client.models`) against the OpenAPI document the server
+builds: every client model that mirrors a schema of the document has the same fields, each
+as required and as nullable, and of the same type (string, integer, number, boolean, array,
+object, the same enum values, the same nested schema), both ways: a field that one side adds
+fails here until the other side has it too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from datawell.app import create_app
+from datawell.client import models
+from datawell.config import Settings
+
+# Each client model and the schema of the document it mirrors.
+MIRRORS: dict[type[BaseModel], str] = {
+    models.Dataset: "DatasetResponse",
+    models.DatasetList: "DatasetList",
+    models.DatasetCoordinate: "DatasetCoordinate",
+    models.BuildSpecCode: "BuildSpecCode",
+    models.BuildSpec: "BuildSpecResponse",
+    models.BuildSpecList: "BuildSpecList",
+    models.PresignedPart: "PresignedPart",
+    models.PreparedUpload: "PrepareResponse",
+    models.PartReceipt: "PartReceipt",
+    models.CompletedPart: "CompletedPart",
+    models.CompletedUpload: "CompleteResponse",
+    models.AbortedUpload: "AbortResponse",
+    models.IngestionAttributes: "IngestionAttributes",
+    models.IngestionAttempt: "IngestionAttempt",
+    models.IngestionDetail: "IngestionDetail",
+    models.AttemptsMetadata: "AttemptsMetadata",
+    models.AttemptList: "AttemptList",
+    models.Retried: "RetryResponse",
+    models.Cleared: "ClearResponse",
+    models.RowsMetadata: "RowsMetadata",
+    models.RowsPage: "RowsPageResponse",
+    models.Deleted: "DeletedResponse",
+    models.NamespaceInfo: "NamespaceResponse",
+    models.StageModel: "StageModel",
+    models.AutoRagStep: "AutoRagStep",
+    models.AutoRagAnswer: "AutoRagResponse",
+    models.CuratedLink: "CuratedLink",
+    models.Curation: "CurateLinksResponse",
+    models.Link: "LinkResponse",
+    models.LinkList: "LinkList",
+    models.Example: "ExampleResponse",
+    models.ExampleList: "ExampleList",
+    models.Mark: "MarkResponse",
+    models.Agent: "AgentListItem",
+    models.Health: "Health",
+    models.RunSummary: "RunSummary",
+    models.RunList: "RunList",
+    models.RunRecord: "RunRecord",
+    models.StageRecord: "StageRecord",
+    models.ModelCallRecord: "ModelCallRecord",
+    models.PromptMessage: "PromptMessage",
+    models.QueryRecord: "QueryRecord",
+}
+# Client models that mirror no schema, and why.
+CLIENT_ONLY: dict[type[BaseModel], str] = {
+    models.Model: "the base class: camelCase aliases, unknown fields kept",
+    models.RunEvent: "an event of the AutoRAG stream (text/event-stream), which the document describes as text",
+    models.UploadProgress: "what upload() reports to its caller while it works; never on the wire",
+}
+# String formats the client reads as plain strings: ids are handed back as they came, in paths.
+PLAIN_FORMATS = {"uuid"}
+# A schema that says nothing of its value, and the document's name for any JSON value.
+CONSTRAINING = {"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "properties", "items"}
+ANY_JSON = "JsonValue"
+
+Shape = tuple[Any, ...]
+
+
+def shape(schema: Any, names: dict[str, str]) -> Shape:
+    """What a schema says of its value's type, with references renamed by `names` (the client's
+    model names to the document's schema names; nullability is read apart, by `nullable`)."""
+    if schema is True or not CONSTRAINING & schema.keys():
+        return ("any",)
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return ("any",) if name == ANY_JSON else ("schema", names.get(name, name))
+    if "anyOf" in schema:
+        options = frozenset(shape(option, names) for option in schema["anyOf"] if option != {"type": "null"})
+        return next(iter(options)) if len(options) == 1 else ("anyOf", options)
+    if "enum" in schema or "const" in schema:
+        return ("enum", frozenset(schema.get("enum", [schema.get("const")])))
+    kind = schema.get("type")
+    if kind == "array":
+        return ("array", shape(schema.get("items", True), names))
+    if kind == "object":
+        return ("object", shape(schema.get("additionalProperties", True), names))
+    if kind == "string":
+        return ("string", None if schema.get("format") in PLAIN_FORMATS else schema.get("format"))
+    return (kind,)
+
+
+def nullable(schema: Any) -> bool:
+    return {"type": "null"} in schema.get("anyOf", [])
+
+
+def fields(schema: dict[str, Any], names: dict[str, str]) -> dict[str, tuple[bool, bool, Shape]]:
+    """Each field of an object schema, by its JSON name: (required, nullable, type)."""
+    required = set(schema.get("required", []))
+    return {
+        name: (name in required, nullable(field), shape(field, names))
+        for name, field in schema.get("properties", {}).items()
+    }
+
+
+def drift(model: type[BaseModel], schema: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The fields where the client model and the document's schema disagree: {name: (client's, document's)}."""
+    names = {client.__name__: server for client, server in MIRRORS.items()}
+    mine = fields(model.model_json_schema(by_alias=True, mode="validation"), names)
+    theirs = fields(schema, {})
+    return {
+        name: (mine.get(name), theirs.get(name))
+        for name in mine.keys() | theirs.keys()
+        if mine.get(name) != theirs.get(name)
+    }
+
+
+@pytest.fixture(scope="module")
+def schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("document"), embeddings_enabled=False, embedded_model_enabled=False
+    )
+    document: dict[str, Any] = create_app(settings).state.openapi
+    return document["components"]["schemas"]
+
+
+@pytest.mark.parametrize("model", list(MIRRORS), ids=lambda model: model.__name__)
+def test_a_client_model_has_the_fields_and_types_of_its_schema(model: type[BaseModel], schemas: dict[str, Any]) -> None:
+    assert MIRRORS[model] in schemas, f"the document has no schema {MIRRORS[model]}"
+    assert drift(model, schemas[MIRRORS[model]]) == {}
+
+
+def test_every_client_model_mirrors_a_schema_or_says_why_not() -> None:
+    declared = {
+        value
+        for value in vars(models).values()
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == models.__name__
+    }
+    assert declared == MIRRORS.keys() | CLIENT_ONLY.keys()
+
+
+def test_drift_is_seen_both_ways(schemas: dict[str, Any]) -> None:
+    """The check itself: a field renamed, retyped, made optional or dropped on either side is drift."""
+    server = schemas["CurateLinksResponse"]
+    renamed = {
+        **server,
+        "properties": {"datasetsSeen" if k == "datasetsProcessed" else k: v for k, v in server["properties"].items()},
+    }
+    assert set(drift(models.Curation, renamed)) == {"datasetsProcessed", "datasetsSeen"}
+    retyped = {**server, "properties": {**server["properties"], "totalSelected": {"type": "string"}}}
+    assert set(drift(models.Curation, retyped)) == {"totalSelected"}
+    optional = {**server, "required": ["datasetsProcessed"]}
+    assert set(drift(models.Curation, optional)) == {"totalSelected"}
+
+    class Wider(models.Curation):
+        added: bool
+
+    assert set(drift(Wider, server)) == {"added"}
