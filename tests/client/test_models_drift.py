@@ -6,14 +6,19 @@ fails here until the other side has it too."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from datawell.app import create_app
 from datawell.client import models
+from datawell.client.calls import Call, operation
+from datawell.client.operations import Operations
 from datawell.config import Settings
+from tests.client.test_client import sample
 
 # Each client model and the schema of the document it mirrors.
 MIRRORS: dict[type[BaseModel], str] = {
@@ -65,6 +70,11 @@ CLIENT_ONLY: dict[type[BaseModel], str] = {
     models.Model: "the base class: camelCase aliases, unknown fields kept",
     models.RunEvent: "an event of the AutoRAG stream (text/event-stream), which the document describes as text",
     models.UploadProgress: "what upload() reports to its caller while it works; never on the wire",
+}
+# Client methods whose answer the document gives no schema, and why; the client reads a dict.
+UNDESCRIBED = {
+    "openapi": "the document does not describe itself",
+    "agent_card": "an A2A agent card, the A2A specification's to describe",
 }
 # String formats the client reads as plain strings: ids are handed back as they came, in paths.
 PLAIN_FORMATS = {"uuid"}
@@ -124,12 +134,64 @@ def drift(model: type[BaseModel], schema: dict[str, Any]) -> dict[str, tuple[Any
 
 
 @pytest.fixture(scope="module")
-def schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     settings = Settings(
         data_dir=tmp_path_factory.mktemp("document"), embeddings_enabled=False, embedded_model_enabled=False
     )
-    document: dict[str, Any] = create_app(settings).state.openapi
-    return document["components"]["schemas"]
+    built: dict[str, Any] = create_app(settings).state.openapi
+    return built
+
+
+@pytest.fixture(scope="module")
+def schemas(document: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = document["components"]["schemas"]
+    return found
+
+
+def result_shape(result: TypeAdapter[Any] | None) -> Shape | None:
+    """What a client call reads its answer into, as `shape` says it (a model by its schema's name)."""
+    if result is None:
+        return None
+    schema = result.json_schema(ref_template="#/$defs/{model}")
+    names = {client.__name__: server for client, server in MIRRORS.items()}
+    if "properties" in schema and "title" in schema:
+        return ("schema", names.get(schema["title"], schema["title"]))
+    return shape(schema, names)
+
+
+def answer_shape(spec: dict[str, Any]) -> Shape | None:
+    """What a document operation answers on success, as `shape` says it; None for no JSON body."""
+    success = next(r for status, r in sorted(spec["responses"].items()) if status.startswith("2"))
+    content = success.get("content", {}).get("application/json")
+    return None if content is None else shape(content["schema"], {})
+
+
+def client_calls() -> list[tuple[str, Call[Any]]]:
+    """Each client method with its required arguments filled in, as the call it builds."""
+    calls = []
+    for name, member in vars(Operations).items():
+        if isinstance(member, operation):
+            parameters = list(inspect.signature(member.build).parameters.values())[1:]
+            required = [p for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty]
+            calls.append((name, member.build(None, **{p.name: sample(p) for p in required})))
+    return calls
+
+
+@pytest.mark.parametrize(("method", "call"), client_calls(), ids=[name for name, _ in client_calls()])
+def test_a_client_method_reads_its_answer_into_the_model_of_the_schema_it_answers(
+    method: str, call: Call[Any], document: dict[str, Any]
+) -> None:
+    """So MIRRORS pairs each model with the schema the operations really answer with."""
+    if "://" in call.path:  # a presigned part URL: the local object store's, below /api/v1/upload/parts
+        call = Call(call.method, "/api/v1/upload/parts", call.result)
+    answers = {
+        answer_shape(spec)
+        for path, operations in document["paths"].items()
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", path), call.path.partition("?")[0])
+        for verb, spec in operations.items()
+        if verb == call.method.lower()
+    }
+    assert answers == ({None} if method in UNDESCRIBED else {result_shape(call.result)})
 
 
 @pytest.mark.parametrize("model", list(MIRRORS), ids=lambda model: model.__name__)
