@@ -162,7 +162,11 @@ async def _execution_match(assertion: Assertion, case: Case, prediction: Predict
             continue
         ordered = {"strict": True, "ignore": False}.get(assertion.order, metrics.query_orders(gold_query))
         if metrics.results_match(
-            prediction.rows, expected.rows, ordered=ordered, any_column_order=assertion.column_order == "ignore"
+            prediction.rows,
+            expected.rows,
+            ordered=ordered,
+            any_column_order=assertion.column_order == "ignore",
+            extra_columns=assertion.extra_columns,
         ):
             return _outcome(assertion, True, detail="" if index == 0 else f"matches alternative {index}")
         if index == 0:

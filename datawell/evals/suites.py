@@ -81,6 +81,11 @@ class Assertion(_Strict):
         description="execution-match: whether the predicted columns may come in another order (rows reach "
         "users as JSON objects keyed by column, so by default they may)",
     )
+    extra_columns: bool = Field(
+        False,
+        description="execution-match: also pass predicted rows with more columns than the gold's when every "
+        "gold column is among them (sql-eval's subset match)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Assertion:
@@ -157,6 +162,9 @@ class Suite(_Strict):
     fixtures: list[str] = Field(default_factory=list)
     links: bool = Field(True, description="activate the fixtures' links (curator suites turn this off)")
     threshold: float = Field(0.0, ge=0, le=1, description="the run fails when the pass rate is below this")
+    extra_columns: bool = Field(
+        False, description="the implied execution-match allows extra columns (see Assertion.extra_columns)"
+    )
     defaults: Defaults = Field(default_factory=Defaults)
     cases: list[Case] = Field(default_factory=list)
     cases_files: list[str] = Field(default_factory=list)
@@ -172,7 +180,7 @@ class Suite(_Strict):
 
     def assertions(self, case: Case) -> list[Assertion]:
         """The case's assertions: the suite defaults, then its own, or the kind's implied check."""
-        own = case.assert_ or implied_assertions(self.kind, case)
+        own = case.assert_ or implied_assertions(self.kind, case, extra_columns=self.extra_columns)
         return [*self.defaults.assert_, *own]
 
     def tags(self, case: Case) -> list[str]:
@@ -185,12 +193,12 @@ class Suite(_Strict):
         raise KeyError(case_id)
 
 
-def implied_assertions(kind: str, case: Case) -> list[Assertion]:
+def implied_assertions(kind: str, case: Case, *, extra_columns: bool = False) -> list[Assertion]:
     """What a case is checked for when it lists no assertions of its own."""
     if kind == "nl2ql" and case.expected.refuse:
         return [Assertion(type="refusal")]
     if kind == "nl2ql" and case.expected.query:
-        return [Assertion(type="execution-match")]
+        return [Assertion(type="execution-match", extra_columns=extra_columns)]
     if kind == "curator":
         return [Assertion(type="links-f1")]
     if kind == "extract":
