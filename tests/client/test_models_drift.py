@@ -2,7 +2,9 @@
 builds: every client model that mirrors a schema of the document has the same fields, each
 as required and as nullable, and of the same type (string, integer, number, boolean, array,
 object, the same enum values, the same nested schema), both ways: a field that one side adds
-fails here until the other side has it too."""
+fails here until the other side has it too. Each client method reads its answer into the
+model mapped to the schema its operation answers with, and sends a body with only the
+fields, and all the required fields, of its operation's request schema."""
 
 from __future__ import annotations
 
@@ -166,15 +168,29 @@ def answer_shape(spec: dict[str, Any]) -> Shape | None:
     return None if content is None else shape(content["schema"], {})
 
 
-def client_calls() -> list[tuple[str, Call[Any]]]:
-    """Each client method with its required arguments filled in, as the call it builds."""
+def client_calls(everything: bool = False) -> list[tuple[str, Call[Any]]]:
+    """Each client method with its required arguments filled in (`everything`: every
+    argument it names), as the call it builds."""
     calls = []
     for name, member in vars(Operations).items():
         if isinstance(member, operation):
             parameters = list(inspect.signature(member.build).parameters.values())[1:]
-            required = [p for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD and p.default is p.empty]
-            calls.append((name, member.build(None, **{p.name: sample(p) for p in required})))
+            named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            chosen = named if everything else [p for p in named if p.default is p.empty]
+            calls.append((name, member.build(None, **{p.name: sample(p) for p in chosen})))
     return calls
+
+
+def operation_of(call: Call[Any], document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The document's operations that `call` may be (its method, a path of its shape)."""
+    path = "/api/v1/upload/parts" if "://" in call.path else call.path  # a presigned part URL
+    return [
+        spec
+        for pattern, operations in document["paths"].items()
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", pattern), path)
+        for verb, spec in operations.items()
+        if verb == call.method.lower()
+    ]
 
 
 @pytest.mark.parametrize(("method", "call"), client_calls(), ids=[name for name, _ in client_calls()])
@@ -182,15 +198,7 @@ def test_a_client_method_reads_its_answer_into_the_model_of_the_schema_it_answer
     method: str, call: Call[Any], document: dict[str, Any]
 ) -> None:
     """So MIRRORS pairs each model with the schema the operations really answer with."""
-    if "://" in call.path:  # a presigned part URL: the local object store's, below /api/v1/upload/parts
-        call = Call(call.method, "/api/v1/upload/parts", call.result)
-    answers = {
-        answer_shape(spec)
-        for path, operations in document["paths"].items()
-        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", path), call.path.partition("?")[0])
-        for verb, spec in operations.items()
-        if verb == call.method.lower()
-    }
+    answers = {answer_shape(spec) for spec in operation_of(call, document)}
     assert answers == ({None} if method in UNDESCRIBED else {result_shape(call.result)})
 
 
@@ -226,3 +234,20 @@ def test_drift_is_seen_both_ways(schemas: dict[str, Any]) -> None:
         added: bool
 
     assert set(drift(Wider, server)) == {"added"}
+
+
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [(name, call) for name, call in client_calls(everything=True) if isinstance(call.json, dict)],
+    ids=[name for name, call in client_calls(everything=True) if isinstance(call.json, dict)],
+)
+def test_a_client_method_sends_the_fields_its_request_schema_names(
+    method: str, call: Call[Any], document: dict[str, Any], schemas: dict[str, Any]
+) -> None:
+    """A request body (built as a dict, every argument given) names only fields of the schema
+    of the operation's body, and every field that schema requires."""
+    [spec] = operation_of(call, document)
+    body = spec["requestBody"]["content"]["application/json"]["schema"]
+    schema = schemas[body["$ref"].rsplit("/", 1)[1]]
+    assert set(call.json) <= set(schema["properties"])
+    assert set(schema.get("required", [])) <= set(call.json)
