@@ -10,7 +10,9 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
 With `--observability metrics` a third server runs beside them: Datawell with its metrics on
 (`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
 pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it). The plain one runs with
-`DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead.
+`DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead, and
+so is the ratio of the two servers' CPU time per request (read from /proc, which the machine's
+other work moves far less than the rates).
 
 Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
 With `DATAWELL_DATABASE_URL` set (an empty PostgreSQL database), Datawell is seeded and served
@@ -210,11 +212,21 @@ async def load(url: str, token: str, clients: int, seconds: float) -> tuple[floa
     return len(latencies) / elapsed, latencies, errors
 
 
-def summary(name: str, rate: float, latencies: list[float], errors: int) -> str:
+def summary(name: str, rate: float, latencies: list[float], errors: int, cpu: float) -> str:
     ordered = sorted(latencies)
     p50 = statistics.median(ordered) * 1000
     p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
-    return f"{name:<10} {rate:8.0f} req/s   p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   errors {errors}"
+    return (
+        f"{name:<10} {rate:8.0f} req/s   p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   errors {errors}"
+        f"   server CPU {cpu * 1e6:6.0f} µs/req"
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, every thread) a process has used: unlike the request
+    rate, the machine's other work does not move it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def load_average() -> str:
@@ -258,6 +270,7 @@ async def bench(args: argparse.Namespace) -> None:
             "datawell": f"http://127.0.0.1:{datawell_port}{PATH}",
             "minimal": f"http://127.0.0.1:{minimal_port}{PATH}",
         }
+        pids = {"datawell": processes[0].pid, "minimal": processes[1].pid}
         if args.observability:
             sink_port, observed_port = args.port + 2, args.port + 3
             processes.append(
@@ -267,18 +280,26 @@ async def bench(args: argparse.Namespace) -> None:
             observed_env = datawell_env(folder / "observed", args.observability, sink_port)
             processes.append(start(serve, observed_env, observed_port))
             targets[f"datawell+{args.observability}"] = f"http://127.0.0.1:{observed_port}{PATH}"
+            pids[f"datawell+{args.observability}"] = processes[-1].pid
         rates: dict[str, list[float]] = {name: [] for name in targets}
+        cpus: dict[str, list[float]] = {name: [] for name in targets}
         print(f"{args.clients} clients, {args.seconds:g} s per round, load average before: {load_average()}")
         for round_number in range(1, args.rounds + 1):
             for name, url in targets.items():
+                used = cpu_seconds(pids[name])
                 rate, latencies, errors = await load(url, token, args.clients, args.seconds)
+                cpus[name].append((cpu_seconds(pids[name]) - used) / (len(latencies) + 1))
                 rates[name].append(rate)
-                print(f"round {round_number}  " + summary(name, rate, latencies, errors))
+                print(f"round {round_number}  " + summary(name, rate, latencies, errors, cpus[name][-1]))
         datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in ("datawell", "minimal"))
         print(f"minimal / datawell: {minimal_rate / datawell_rate:.2f}x   (load average after: {load_average()})")
         if args.observability:
             observed = statistics.median(rates[f"datawell+{args.observability}"])
             print(f"observability overhead: {100 * (datawell_rate / observed - 1):+.1f}% time per request")
+            plain_cpu, observed_cpu = (
+                statistics.median(cpus[n]) for n in ("datawell", f"datawell+{args.observability}")
+            )
+            print(f"observability overhead: {100 * (observed_cpu / plain_cpu - 1):+.1f}% server CPU per request")
     finally:
         for process in processes:
             process.terminate()

@@ -7,14 +7,15 @@
 
 Each asker is its own user with its own copy of the demo (its own namespace `shop`), and
 asks `--questions` questions one after another over REST (SSE, as `datawell ask` does); all
-askers of a level start together, after one uncounted warm-up question. The server runs in this process on a loopback port, with
-the settings given here (`--parallel`, `--threads`, `--batch`: the embedded model's parallel
+askers of a level start together, after one uncounted warm-up question per asker (`--cold`:
+the first asker's only). The server runs in this process on a loopback port, with the settings given here (`--parallel`, `--threads`, `--batch`: the embedded model's parallel
 sequences, CPU threads and prompt batch; `--slots`, `--queue`, `--per-user`: the scheduler).
 Per level it prints: p50/p95 of a question's latency and of its first-token time (the first
 `answer-delta`, else the `answer`), aggregate output tokens/s (the embedded model's own
 counters; with a hosted model the number of `answer-delta` chunks), errors, time-outs, the
 longest wait, the most runs of any one other user that started while a question waited
-("behind"), and the p99 latency of `GET /health` polled every 50 ms meanwhile.
+("behind"), the p99 latency of `GET /health` polled every 50 ms meanwhile, and the embedded
+model's prompt tokens, the share of them its prompt cache served, and its prefill seconds.
 
 Never run by the test suite, and never on a busy machine for the embedded model's figures:
 print and keep `uptime`'s load beside them."""
@@ -175,10 +176,8 @@ def level(base: str, tokens: dict[str, str], askers: int, questions: int, timeou
     stop.set()
     poller.join()
     answered = [a for a in asked if not a.error and not a.timed_out]
-    if embedded.is_registered():
-        tokens_out = sum(c.output_tokens for c in list(embedded.runtime().calls)[calls_before:])
-    else:
-        tokens_out = sum(a.deltas for a in answered)
+    calls = list(embedded.runtime().calls)[calls_before:] if embedded.is_registered() else []
+    tokens_out = sum(c.output_tokens for c in calls) if calls else sum(a.deltas for a in answered)
     return {
         "askers": askers,
         "questions": len(asked),
@@ -196,6 +195,12 @@ def level(base: str, tokens: dict[str, str], askers: int, questions: int, timeou
         "longest_wait": round(max((a.started - a.sent for a in answered if a.queued), default=0.0), 2),
         "behind": behind(asked),
         "health_p99_ms": round(1000 * percentile(health, 0.99), 1),
+        # The embedded model's prompt cache: prompt tokens of the level's calls, and the share
+        # of them taken from the cache instead of prefilled again.
+        "prompt_tokens": sum(c.prompt_tokens for c in calls),
+        "cached_share": round(sum(c.cached_tokens for c in calls) / max(1, sum(c.prompt_tokens for c in calls)), 2),
+        "prefill_seconds": round(sum(c.prefill_seconds for c in calls), 1),
+        "calls": [asdict(c) for c in calls],
         "health_reads": len(health),
         "load_average": os.getloadavg(),
         "asked": [asdict(a) for a in asked],
@@ -217,6 +222,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help="the server's loopback port (0: any free one)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before a question counts as timed out")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--cold", action="store_true", help="warm only the first asker's namespace, not each one's")
     args = parser.parse_args()
     if args.api_base:
         os.environ["OPENAI_API_BASE"] = args.api_base
@@ -250,10 +256,13 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         if embedded.is_registered():
             embedded.runtime().load()  # the load is not a question's time
-        # One question first, not counted: the first question of a process imports and
-        # builds what later ones reuse (seconds of a blocked event loop, once).
-        first = ask(base, "asker1", tokens["asker1"], QUESTIONS[0], time.monotonic(), args.timeout)
-        print(f"warm-up question: {first.latency:.2f} s {first.error}")
+        # One question per asker first, one after another, not counted: the first question of
+        # a process imports and builds what later ones reuse (seconds of a blocked event
+        # loop, once), and a namespace's first question prefills its prompt prefix, which the
+        # model then keeps in its prompt cache (`--cold` leaves the others' prefixes cold).
+        for user in sorted(tokens, key=lambda u: int(u.removeprefix("asker")))[: 1 if args.cold else None]:
+            first = ask(base, user, tokens[user], QUESTIONS[0], time.monotonic(), args.timeout)
+            print(f"warm-up question of {user}: {first.latency:.2f} s {first.error}")
         results = [level(base, tokens, n, args.questions, args.timeout) for n in levels]
         server.should_exit = True
         thread.join()
@@ -261,7 +270,7 @@ def main() -> None:
           f"slots {args.slots or args.parallel}, queue {args.queue}, per user {args.per_user}, model {args.model or 'embedded'}")  # fmt: skip
     columns = ["askers", "questions", "wall_seconds", "latency_p50", "latency_p95", "first_token_p50",
                "first_token_p95", "tokens_per_second", "errors", "timeouts", "queued", "longest_wait", "behind",
-               "health_p99_ms"]  # fmt: skip
+               "health_p99_ms", "prompt_tokens", "cached_share", "prefill_seconds"]  # fmt: skip
     print(" ".join(f"{c:>15}" for c in columns))
     for result in results:
         print(" ".join(f"{result[c]!s:>15}" for c in columns))

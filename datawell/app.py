@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from opentelemetry.instrumentation.starlette import StarletteInstrumentor
 from opentelemetry.sdk.trace import SpanProcessor
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -44,7 +43,7 @@ from datawell.llm.embeddings import MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.observability import tracing
-from datawell.observability.http import RequestMetrics
+from datawell.observability.http import RequestMetrics, RequestSpan
 from datawell.runs import Runs
 from datawell.services import API_PREFIX, PART_PATH, Overrides, Services, build_services
 
@@ -119,7 +118,11 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         # RequestMetrics innermost: it reads the route the router leaves in the scope, and
         # ConsoleCookies hands on a copy of the scope.
-        middleware=[
+        middleware=(
+            # Outermost: the request's span is current in every middleware and handler below.
+            [Middleware(RequestSpan, tracer=tracing.tracer(tracer_provider))] if traced else []
+        )
+        + [
             Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
             Middleware(ConsoleCookies, api_prefix=API_PREFIX),
         ]
@@ -129,12 +132,6 @@ def create_app(
             else []
         ),
     )
-    if traced:
-        # Outermost: the request's span is current in every middleware and handler below.
-        StarletteInstrumentor.instrument_app(app, tracer_provider=tracer_provider)
-        # A span per request, without its children for each ASGI send and receive (three
-        # spans a request instead of one; instrument_app has no parameter for it).
-        app.user_middleware[0].kwargs["exclude_spans"] = ["receive", "send"]
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     openapi = build_openapi(mounted, settings.auth_url)
     app.state.openapi = openapi  # for tests and tools that read the document without serving

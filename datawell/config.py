@@ -137,6 +137,11 @@ class Settings(BaseSettings):
         True,
         description="Text literals that are not stored values are matched to the column's values before a query runs.",
     )
+    query_fit_shape: bool = Field(
+        True,
+        description="Before a query runs: a LIMIT the question did not ask for is dropped, divisions give "
+        "fractions, and grouped columns are selected (datawell/tools/shape.py).",
+    )
     query_refuse_uncovered: bool = Field(
         False,
         description="Refuse, before writing a query, a question whose words the catalog's fields do not cover "

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
-from itertools import permutations
+from itertools import permutations, product
 from typing import Any
 
 import sqlglot
@@ -61,11 +61,21 @@ def results_match(
     *,
     ordered: bool,
     any_column_order: bool = False,
+    extra_columns: bool = False,
 ) -> bool:
     """BIRD's execution accuracy: the predicted rows equal the gold rows as sets of value
-    tuples (column names do not matter); as lists when the order matters."""
+    tuples (column names do not matter); as lists when the order matters.
+
+    With `extra_columns` the predicted rows may also carry columns the gold has not, as
+    sql-eval's `subset_df` allows: each gold column is paired with a predicted column
+    holding the same values, and the rows are compared on the paired columns."""
     pred_rows = [row_values(r) for r in predicted]
     gold_rows = [row_values(r) for r in gold]
+    if extra_columns and pred_rows and gold_rows and len(pred_rows[0]) > len(gold_rows[0]):
+        return any(
+            _same([tuple(r[i] for i in pairing) for r in pred_rows], gold_rows, ordered)
+            for pairing in _column_pairings(pred_rows, gold_rows)
+        )
     if not any_column_order:
         return _same(pred_rows, gold_rows, ordered)
     width = len(gold_rows[0]) if gold_rows else 0
@@ -78,6 +88,16 @@ def results_match(
         _same([tuple(r[i] for i in order) for r in pred_rows], gold_rows, ordered)
         for order in permutations(range(width))
     )
+
+
+def _column_pairings(pred_rows: list[tuple[Any, ...]], gold_rows: list[tuple[Any, ...]]) -> Iterable[tuple[int, ...]]:
+    """For each gold column in turn, a distinct predicted column with the same set of values."""
+    width = len(gold_rows[0])
+    pred_columns = [{r[i] for r in pred_rows} for i in range(len(pred_rows[0]))]
+    candidates = [
+        [i for i, values in enumerate(pred_columns) if values == {r[g] for r in gold_rows}] for g in range(width)
+    ]
+    return (pairing for pairing in product(*candidates) if len(set(pairing)) == width)
 
 
 def _same(predicted: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], ordered: bool) -> bool:

@@ -72,14 +72,21 @@ class Assertion(_Strict):
     threshold: float | None = Field(None, ge=0, le=1)
     weight: float = Field(1.0, gt=0)
     tolerance: float | None = Field(None, ge=0, description="numeric: absolute difference still counted right")
-    order: Literal["auto", "strict", "ignore"] = Field(
+    order: Literal["auto", "strict", "ignore", "question"] = Field(
         "auto",
-        description="execution-match: compare rows in order (strict), as sets (ignore), or strict only when the gold query orders (auto)",
+        description="execution-match: compare rows in order (strict), as sets (ignore), strict only when the gold "
+        "query orders (auto), or strict only when the question asks for an order or the case is tagged order_by "
+        "(question: sql-eval's rule)",
     )
     column_order: Literal["strict", "ignore"] = Field(
         "ignore",
         description="execution-match: whether the predicted columns may come in another order (rows reach "
         "users as JSON objects keyed by column, so by default they may)",
+    )
+    extra_columns: bool = Field(
+        False,
+        description="execution-match: also pass predicted rows with more columns than the gold's when every "
+        "gold column is among them (sql-eval's subset match)",
     )
 
     @model_validator(mode="after")
@@ -157,6 +164,10 @@ class Suite(_Strict):
     fixtures: list[str] = Field(default_factory=list)
     links: bool = Field(True, description="activate the fixtures' links (curator suites turn this off)")
     threshold: float = Field(0.0, ge=0, le=1, description="the run fails when the pass rate is below this")
+    extra_columns: bool = Field(
+        False, description="the implied execution-match allows extra columns (see Assertion.extra_columns)"
+    )
+    order: Literal["auto", "question"] = Field("auto", description="the implied execution-match's `order`")
     defaults: Defaults = Field(default_factory=Defaults)
     cases: list[Case] = Field(default_factory=list)
     cases_files: list[str] = Field(default_factory=list)
@@ -172,7 +183,7 @@ class Suite(_Strict):
 
     def assertions(self, case: Case) -> list[Assertion]:
         """The case's assertions: the suite defaults, then its own, or the kind's implied check."""
-        own = case.assert_ or implied_assertions(self.kind, case)
+        own = case.assert_ or implied_assertions(self.kind, case, extra_columns=self.extra_columns, order=self.order)
         return [*self.defaults.assert_, *own]
 
     def tags(self, case: Case) -> list[str]:
@@ -185,12 +196,14 @@ class Suite(_Strict):
         raise KeyError(case_id)
 
 
-def implied_assertions(kind: str, case: Case) -> list[Assertion]:
+def implied_assertions(
+    kind: str, case: Case, *, extra_columns: bool = False, order: Literal["auto", "question"] = "auto"
+) -> list[Assertion]:
     """What a case is checked for when it lists no assertions of its own."""
     if kind == "nl2ql" and case.expected.refuse:
         return [Assertion(type="refusal")]
     if kind == "nl2ql" and case.expected.query:
-        return [Assertion(type="execution-match")]
+        return [Assertion(type="execution-match", extra_columns=extra_columns, order=order)]
     if kind == "curator":
         return [Assertion(type="links-f1")]
     if kind == "extract":

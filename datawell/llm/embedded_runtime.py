@@ -27,6 +27,9 @@ EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
 # this many tokens each (two sequences: 8,192 tokens, as measured in docs/models.md).
 CONTEXT_TOKENS_PER_SEQUENCE = 4096
 PARALLEL_SEQUENCES = 2
+# The share of a request's prompt that an idle sequence must hold to be chosen for it: a
+# stage of the same namespace shares about 95% (its prefix), another namespace's about 60%.
+SAME_PREFIX_SHARE = 0.9
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
 
@@ -153,6 +156,14 @@ class EmbeddedRuntime:
                 # about 1,000 tokens, 28 KB of KV cache a token) is restored from here when
                 # another namespace's question used the slot in between.
                 params.cache_ram_mib = 1024
+                # A request goes to the idle sequence that already holds at least this share of
+                # its prompt; else to the least recently used one, whose prompt is then saved to
+                # that cache and the best cached prompt for the request restored. llama.cpp's
+                # default (0.1) picks a sequence holding another namespace's prompt, because the
+                # shared rules are about 60% of every prompt, and it consults the cache only when
+                # under half of the sequence's prompt would be kept: the rest of the prefix
+                # was then read again at each change of namespace (docs/decisions.md, issue 29).
+                params.slot_prompt_similarity = SAME_PREFIX_SHARE
                 # The server also listens on a loopback port of its own choosing; a random
                 # key keeps anything else on the machine from using that listener.
                 params.api_keys = [secrets.token_urlsafe(24)]

@@ -112,9 +112,21 @@ def render() -> bytes:
     return generate_latest(REGISTRY)
 
 
+# A request's series, by (route, method, status): `labels()` costs a lock and a lookup of
+# the label values each time, this a dictionary lookup (bounded as the labels are).
+_request_series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
-    http_requests.labels(route, method, str(status)).inc()
-    http_seconds.labels(route, method).observe(seconds)
+    key = (route, method, status)
+    series = _request_series.get(key)
+    if series is None:
+        series = _request_series[key] = (
+            http_requests.labels(route, method, str(status)),
+            http_seconds.labels(route, method),
+        )
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 def run_ended(graph: str, outcome: str, seconds: float) -> None:

@@ -91,8 +91,9 @@ def provider() -> trace.TracerProvider:
     return _provider
 
 
-def tracer() -> Tracer:
-    return _provider.get_tracer(SCOPE, __version__)
+def tracer(provider: trace.TracerProvider | None = None) -> Tracer:
+    """The tracer of `provider` (an app's own), else of this module's provider."""
+    return (provider or _provider).get_tracer(SCOPE, __version__)
 
 
 def shutdown() -> None:

@@ -44,6 +44,7 @@ def query_deps(services: Services) -> QueryDeps:
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
         name_columns=s.settings.query_name_columns,
         match_literals=s.settings.query_match_literals,
+        fit_shape=s.settings.query_fit_shape,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
         candidates=s.settings.query_candidates,
         candidate_temperature=s.settings.query_candidate_temperature,

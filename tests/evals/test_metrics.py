@@ -34,6 +34,21 @@ def test_column_order_is_strict_unless_ignored() -> None:
     assert not metrics.results_match(rows((1, "x", 0), names="abc"), gold, ordered=False, any_column_order=True)
 
 
+def test_extra_columns_pass_only_when_allowed_and_every_gold_column_is_there() -> None:
+    gold = rows(("Nature", 3), ("Science", 1))
+    wider = rows((3, "Nature", 2), (1, "Science", 7), names="nab")  # count, name, and an id the gold lacks
+    assert not metrics.results_match(wider, gold, ordered=False, any_column_order=True)
+    assert metrics.results_match(wider, gold, ordered=False, extra_columns=True)
+    assert metrics.results_match(wider, gold, ordered=True, extra_columns=True)
+    # The values must still sit in the same rows, and every gold column must be found.
+    crossed = rows((1, "Nature", 2), (3, "Science", 7), names="nab")
+    assert not metrics.results_match(crossed, gold, ordered=False, extra_columns=True)
+    missing = rows((3, "Nature X", 2), (1, "Science", 7), names="nab")
+    assert not metrics.results_match(missing, gold, ordered=False, extra_columns=True)
+    # Order still counts when the gold orders.
+    assert not metrics.results_match(list(reversed(wider)), gold, ordered=True, extra_columns=True)
+
+
 def test_internal_fields_and_number_types_do_not_matter() -> None:
     predicted = [{"__metadata": {"score": 0.9}, "n": 3.0, "ok": True, "avg": 1 / 3}]
     gold = [{"n": 3, "ok": 1, "avg": 0.3333333333}]

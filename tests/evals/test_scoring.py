@@ -63,3 +63,46 @@ async def test_a_query_that_ran_is_not_a_refusal() -> None:
     prediction = Prediction(case_id="delete", kind="nl2ql", query="SELECT COUNT(*) FROM orders", rows=[{"n": 3}])
     result = await score(prediction)
     assert not result.passed and result.outcomes[0].detail == "answered with 'SELECT COUNT(*) FROM orders'"
+
+
+SQL_EVAL_RULES = Suite.model_validate(
+    {
+        "name": "sql-eval-rules",
+        "kind": "nl2ql",
+        "fixtures": ["retail"],
+        "extra_columns": True,
+        "order": "question",
+        "cases": [
+            {"id": "each", "vars": {"question": "How many orders per year?"}, "expected": {"query": "GOLD"}},
+            {
+                "id": "sorted",
+                "vars": {"question": "How many orders per year? Sort them by year."},
+                "expected": {"query": "GOLD"},
+            },
+        ],
+    }
+)
+GOLD_ROWS = [{"year": 2023, "n": 4}, {"year": 2024, "n": 7}]  # the gold query orders by year
+
+
+async def gold_by_year(query: str) -> GoldResult:
+    assert query == "GOLD"
+    return GoldResult(query=query, rows=GOLD_ROWS)
+
+
+@pytest.mark.parametrize(
+    ("case_id", "rows", "passes"),
+    [
+        # Another order, and a column the gold lacks: right unless the question asks for an order.
+        ("each", [{"n": 7, "year": 2024, "id": 2}, {"n": 4, "year": 2023, "id": 1}], True),
+        ("sorted", [{"n": 7, "year": 2024, "id": 2}, {"n": 4, "year": 2023, "id": 1}], False),
+        ("sorted", [{"n": 4, "year": 2023, "id": 1}, {"n": 7, "year": 2024, "id": 2}], True),
+        # A gold column missing is wrong whatever else is there.
+        ("each", [{"year": 2023, "id": 1}, {"year": 2024, "id": 2}], False),
+    ],
+)
+async def test_a_suite_scored_as_sql_eval_scores(case_id: str, rows: list[dict[str, int]], passes: bool) -> None:
+    case = SQL_EVAL_RULES.case(case_id)
+    prediction = Prediction(case_id=case_id, kind="nl2ql", query="SELECT ...", rows=rows)
+    result = await scoring.score_case(SQL_EVAL_RULES, case, prediction, gold_by_year)
+    assert result.passed is passes

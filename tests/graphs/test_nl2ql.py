@@ -212,6 +212,23 @@ async def test_a_literal_in_another_case_runs_as_the_stored_value(
     assert events[1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
 
+async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: "each" asks for every row; the writer's LIMIT 10 would hide the rest."""
+    every = "SELECT city, COUNT(*) AS people FROM customers GROUP BY city"
+    chat_model.script.append(QueryDraft(query=f"{every} LIMIT 10"))
+    tools.rows[every] = [{"city": "Oslo", "people": 2}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How many customers live in each city?"))
+
+    assert events[0] == QueryGenerated(
+        query=every,
+        reasoning="written by the query model; dropped LIMIT 10: the question asks for every row",
+        attempts=1,
+    )
+
+
 async def test_a_question_the_catalog_does_not_cover_is_refused_before_any_model_call(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

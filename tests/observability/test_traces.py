@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from datawell.app import create_app
 from datawell.config import Settings
@@ -88,8 +89,29 @@ async def test_one_trace_per_question(
     [server] = [s for s in spans if s.name == "POST /api/v1/query/autorag"]
     assert (version, int(trace_id, 16)) == ("00", server.context.trace_id)
     assert int(flags, 16) & 1, "sampled"
+    assert server.kind is SpanKind.SERVER and server.parent is None
+    assert {k: v for k, v in attributes(server).items() if k.startswith(("http.", "url."))} == {
+        "http.request.method": "POST",
+        "http.route": "/api/v1/query/autorag",
+        "http.response.status_code": 200,
+        "url.path": "/api/v1/query/autorag",
+        "url.scheme": "http",
+    }
+    # The run's span is the request span's child; the nodes, model calls and query the run's.
     run = next(s for s in spans if s.name == "run assistant")
-    assert run.parent is not None and run.parent.trace_id == server.context.trace_id
+    assert run.parent is not None and run.parent.span_id == server.context.span_id
+    by_id = {s.context.span_id: s for s in spans}
+
+    def ancestors(span: ReadableSpan) -> list[str]:
+        found = []
+        while span.parent is not None:
+            span = by_id[span.parent.span_id]
+            found.append(span.name)
+        return found
+
+    for span in spans:
+        if span is not server:
+            assert ancestors(span)[-2:] in (["run assistant", server.name], [server.name]), span.name
     assert attributes(run)["datawell.run.id"] == response.headers["datawell-run-id"]
     # The run record names its trace.
     record = (await client.get(f"/api/v1/runs/{response.headers['datawell-run-id']}", headers=alice.headers)).json()
@@ -97,6 +119,27 @@ async def test_one_trace_per_question(
     exporter.clear()
     await ask(client, alice)
     assert len({s.context.trace_id for s in exporter.get_finished_spans()}) == 1
+
+
+async def test_a_callers_trace_is_continued(
+    client: httpx.AsyncClient, alice: Account, sales: str, exporter: InMemorySpanExporter
+) -> None:
+    """A request carrying `traceparent` joins the caller's trace: the request span is the
+    caller's span's child, the question's spans are in that trace, and the response says so."""
+    caller_trace, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    exporter.clear()
+    response = await client.post(
+        "/api/v1/query/autorag",
+        json={"namespace": "sales", "query": "Who paid the most?"},
+        headers={**alice.headers, "traceparent": f"00-{caller_trace}-{caller_span}-01"},
+    )
+    assert response.status_code == 200
+    spans = list(exporter.get_finished_spans())
+    check_question_trace(spans, lambda s: s.name, attributes, lambda s: s.context.trace_id)
+    [server] = [s for s in spans if s.name == "POST /api/v1/query/autorag"]
+    assert server.parent is not None and server.parent.is_remote
+    assert (f"{server.parent.trace_id:032x}", f"{server.parent.span_id:016x}") == (caller_trace, caller_span)
+    assert response.headers["traceparent"].split("-")[1:3] == [caller_trace, f"{server.context.span_id:016x}"]
 
 
 async def test_traces_are_off_by_default(settings: Settings) -> None:

@@ -27,6 +27,7 @@ from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import match_literals
 from datawell.tools.ql import QueryResult, QueryTools, TextEmbedder
+from datawell.tools.shape import fit_shape
 
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
@@ -44,6 +45,7 @@ class QueryDeps:
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
+    fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/shape.py)
     coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
     candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
     candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first
@@ -125,7 +127,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
             ask_structured(model, QueryDraft, messages, columns),
             *(ask_structured(sampled, QueryDraft, messages, columns) for _ in range(deps.candidates - 1)),
         )
-        voted = await vote_on_candidates(deps, runtime.context, [r.parsed for r in replies])
+        voted = await vote_on_candidates(deps, runtime.context, state["question"], [r.parsed for r in replies])
         spent += sum(r.tokens for r in replies)
         if voted:
             return voted | {"attempts": 1, "tokens": spent, "examples": examples}
@@ -146,14 +148,15 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
 
 
-async def vote_on_candidates(deps: QueryDeps, context: QueryContext, drafts: list[QueryDraft | None]) -> dict[str, Any]:
+async def vote_on_candidates(
+    deps: QueryDeps, context: QueryContext, question: str, drafts: list[QueryDraft | None]
+) -> dict[str, Any]:
     """The voted result of the candidates that ran, announced as the run's query; {} when
     none ran."""
     queries = [d.query.strip() for d in drafts if d is not None and d.query.strip()]
 
     async def run_one(query: str) -> QueryResult:
-        if deps.match_literals:
-            query = (await match_literals(deps.tools, context.caller, context.namespace, query)).query
+        query, _ = await fitted(deps, context, question, query)
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)  # as the check node does
         return await deps.tools.run(context.caller, context.namespace, prepared)
 
@@ -164,6 +167,20 @@ async def vote_on_candidates(deps: QueryDeps, context: QueryContext, drafts: lis
     found = ResultRows(query=winner.result.query, rows=winner.result.rows, truncated=winner.result.truncated)
     reasoning = f"written by the query model; {agreeing} of {len(drafts)} candidates agree on this result"
     return finish(found, reasoning, 1) | {"reasoning": reasoning, "draft": winner.result.query}
+
+
+async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
+    """The query with its shape fitted to the question (tools/shape.py) and its text literals
+    matched to stored values (tools/literals.py), and what changed, in words."""
+    changes: list[str] = []
+    if deps.fit_shape:
+        shaped = fit_shape(query, question)
+        query, changes = shaped.query, [*changes, *shaped.changes]
+    if deps.match_literals:
+        matched = await match_literals(deps.tools, context.caller, context.namespace, query)
+        if matched.changes:
+            query, changes = matched.query, [*changes, f"literals matched to the data: {'; '.join(matched.changes)}"]
+    return query, changes
 
 
 async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
@@ -201,12 +218,12 @@ def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
     update: dict[str, Any] = {}
-    # --- issue 27: text literals matched to stored values before the query is prepared (tools/literals.py) ---
-    if deps.match_literals:
-        matched = await match_literals(deps.tools, context.caller, context.namespace, state["draft"])
-        if matched.changes:
-            reasoning = f"{state.get('reasoning', '')}; literals matched to the data: {'; '.join(matched.changes)}"
-            update = {"draft": matched.query, "reasoning": reasoning.lstrip("; ")}
+    # --- issue 27: the query fitted to the question and the data before it is prepared ---
+    if state["draft"].strip() != state.get("verified"):  # a verified example's query runs as it was verified
+        query, changes = await fitted(deps, context, state["question"], state["draft"])
+        if changes:
+            reasoning = f"{state.get('reasoning', '')}; {'; '.join(changes)}"
+            update = {"draft": query, "reasoning": reasoning.lstrip("; ")}
     # --- end issue 27 ---
     try:
         prepared = await deps.tools.prepare(context.caller, context.namespace, update.get("draft", state["draft"]))

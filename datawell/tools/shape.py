@@ -1,0 +1,154 @@
+"""A query's shape fitted to its question (issue 27).
+
+A small query writer often gets a query's logic right and its shape wrong, in ways the user
+then reads as a wrong answer. Before a query runs, three such slips are mended:
+
+- **A LIMIT the question did not ask for.** "What is the total number of publications in
+  each year?" written with `ORDER BY total DESC LIMIT 10` hides every year past the tenth.
+  The LIMIT of the outermost query goes when the question names no number and no
+  superlative (top, first, most, highest, strongest, ...) and the query does not rank by
+  relevance (`semantic()`): the prompt's rules 7 and 8, enforced.
+- **Whole-number division.** `capacity / range_miles` of two integer columns is 0 in both
+  stores; a ratio, share or average asked in words is meant as a fraction. The dividend of
+  a division becomes `CAST(... AS DOUBLE PRECISION)` unless one side is a decimal already;
+  a division by a constant (`/ 60`: a unit's conversion) stays as written.
+- **Groups without their names.** `SELECT AVG(cost) FROM fare GROUP BY from_airport,
+  to_airport` returns averages nobody can tell apart. When the outermost query selects only
+  aggregates, its GROUP BY columns are selected, in front.
+
+Pure functions of the query text and the question: no catalog, no data. A query that does
+not parse is returned as it is (the checker says why)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
+
+# Words by which a question asks for a few rows rather than all of them: numbers, and
+# superlatives (the listed ones and any word in -est but the common nouns and verbs below).
+_FEW = re.compile(
+    r"\b(?:top|first|last|most|least|fewest|best|worst|max|maximum|min|minimum|single|only one|limit|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|\d+|\w{2,}est)\b",
+    re.IGNORECASE,
+)
+_NOT_SUPERLATIVE = frozenset(
+    [
+        "interest",
+        "request",
+        "test",
+        "contest",
+        "protest",
+        "suggest",
+        "digest",
+        "harvest",
+        "forest",
+        "honest",
+        "modest",
+        "guest",
+        "invest",
+        "manifest",
+        "arrest",
+        "quest",
+        "chest",
+        "crest",
+        "west",
+        "rest",
+        "nest",
+        "pest",
+        "vest",
+        "zest",
+        "lest",
+        "jest",
+        "attest",
+        "priest",
+        "conquest",
+        "inquest",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """The query to run and what was changed, in words (empty when nothing was)."""
+
+    query: str
+    changes: list[str]
+
+
+def fit_shape(query: str, question: str) -> Shaped:
+    """`query` with the slips above mended (see the module)."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    if not isinstance(tree, exp.Query):
+        return Shaped(query, [])
+    changes = [
+        change
+        for change in (_drop_unasked_limit(tree, question), _divide_as_fractions(tree), _select_group_keys(tree))
+        if change
+    ]
+    if not changes:
+        return Shaped(query, [])
+    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+def _asks_for_few(question: str) -> bool:
+    return any(word.lower() not in _NOT_SUPERLATIVE for word in _FEW.findall(question))
+
+
+def _drop_unasked_limit(tree: exp.Query, question: str) -> str:
+    limit = tree.args.get("limit")
+    if limit is None or tree.args.get("offset") is not None or _asks_for_few(question):
+        return ""
+    order = tree.args.get("order")
+    if order is not None and any(f.name.lower() == "semantic" for f in order.find_all(exp.Anonymous)):
+        return ""  # a ranking by relevance needs its cut-off (the prompt's rule 7)
+    tree.set("limit", None)
+    return f"dropped {limit.sql(dialect=DIALECTS[QL_DIALECT])}: the question asks for every row"
+
+
+def _divide_as_fractions(tree: exp.Query) -> str:
+    changed = 0
+    for division in list(tree.find_all(exp.Div)):
+        dividend, divisor = division.this, division.expression
+        if isinstance(divisor, exp.Literal) or _is_fraction(dividend) or _is_fraction(divisor):
+            continue  # a division by a constant converts units, as its writer meant
+        division.set("this", exp.cast(dividend.copy(), exp.DataType.Type.DOUBLE))
+        changed += 1
+    return f"divided as fractions ({changed} division{'s' if changed > 1 else ''})" if changed else ""
+
+
+def _is_fraction(node: exp.Expr) -> bool:
+    """A decimal literal or a cast to a non-integer number: its division is already exact."""
+    if isinstance(node, exp.Paren):
+        return _is_fraction(node.this)
+    if isinstance(node, exp.Literal):
+        return not node.is_string and "." in node.this
+    if isinstance(node, exp.Cast):
+        return node.to.this in exp.DataType.REAL_TYPES
+    return False
+
+
+def _select_group_keys(tree: exp.Query) -> str:
+    if not isinstance(tree, exp.Select) or tree.args.get("group") is None:
+        return ""
+    selected = tree.expressions
+    if any(not e.unalias().find(exp.AggFunc) for e in selected):
+        return ""  # something beside the aggregates names the groups already
+    names = {e.alias_or_name.lower() for e in selected}
+    texts = {e.unalias().sql().lower() for e in selected}
+    missing = [
+        key
+        for key in tree.args["group"].expressions
+        if isinstance(key, exp.Column) and key.name.lower() not in names and key.sql().lower() not in texts
+    ]
+    if not missing:
+        return ""
+    tree.set("expressions", [key.copy() for key in missing] + list(selected))
+    return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)

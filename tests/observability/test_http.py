@@ -1,0 +1,174 @@
+"""The request span (`RequestSpan`) on a small Starlette app: SERVER kind, named by the route
+template with the stable HTTP attributes, current for the handler and its log lines, ERROR on
+a 5xx or an exception, the caller's trace continued, nothing recorded for a request the
+sampler drops; and the request metrics by route template, request after request."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import SpanKind, StatusCode
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from datawell.observability import logs, metrics
+from datawell.observability.http import RequestMetrics, RequestSpan
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+LOGGER = logging.getLogger("datawell.test.http")
+
+
+async def item(request: Request) -> PlainTextResponse:
+    LOGGER.info("reading item %s", request.path_params["item_id"])
+    return PlainTextResponse("ok")
+
+
+async def broken(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("down", status_code=503)
+
+
+async def failing(request: Request) -> PlainTextResponse:
+    raise RuntimeError("boom")
+
+
+def small_app(provider: TracerProvider) -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/items/{item_id}", item),
+            Route("/broken", broken),
+            Route("/failing", failing),
+        ],
+        middleware=[
+            Middleware(RequestSpan, tracer=provider.get_tracer("test")),
+            Middleware(RequestMetrics),
+        ],
+    )
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+def client_of(exporter: InMemorySpanExporter, ratio: float = 1.0) -> httpx.AsyncClient:
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    transport = httpx.ASGITransport(app=small_app(provider), raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    handler = logs.handler("text")
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(stream)
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        LOGGER.removeHandler(handler)
+
+
+def traceparent_of(response: httpx.Response) -> tuple[str, str, str, str]:
+    version, trace_id, span_id, flags = response.headers["traceparent"].split("-")
+    return version, trace_id, span_id, flags
+
+
+def sampled(flags: str) -> bool:
+    return bool(int(flags, 16) & 1)  # the other bits: W3C level 2's "random" flag, which the SDK sets
+
+
+async def test_a_span_per_request_named_by_its_route(exporter: InMemorySpanExporter, logged: io.StringIO) -> None:
+    async with client_of(exporter) as http:
+        response = await http.get("/items/42")
+    assert response.status_code == 200
+    [span] = exporter.get_finished_spans()
+    assert (span.name, span.kind, span.parent) == ("GET /items/{item_id}", SpanKind.SERVER, None)
+    assert dict(span.attributes or {}) == {
+        "http.request.method": "GET",
+        "http.route": "/items/{item_id}",
+        "http.response.status_code": 200,
+        "url.path": "/items/42",
+        "url.scheme": "http",
+        "server.address": "testserver",  # httpx's ASGI transport gives no port for the default one
+        "network.protocol.version": "1.1",
+    }
+    assert span.status.status_code is StatusCode.UNSET
+    # The response names the span; the handler's log line carries its trace.
+    version, trace_id, span_id, flags = traceparent_of(response)
+    assert (version, trace_id, span_id) == ("00", f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}")
+    assert sampled(flags)
+    assert f"[trace={span.context.trace_id:032x}] reading item 42" in logged.getvalue()
+    # Nothing is current once the request is answered.
+    assert not trace.get_current_span().get_span_context().is_valid
+
+
+async def test_the_callers_trace_is_continued(exporter: InMemorySpanExporter) -> None:
+    async with client_of(exporter) as http:
+        response = await http.get("/items/7", headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"})
+    [span] = exporter.get_finished_spans()
+    assert span.parent is not None and span.parent.is_remote
+    assert (f"{span.parent.trace_id:032x}", f"{span.parent.span_id:016x}") == (CALLER_TRACE, CALLER_SPAN)
+    _version, trace_id, span_id, flags = traceparent_of(response)
+    assert (trace_id, span_id) == (CALLER_TRACE, f"{span.context.span_id:016x}") and sampled(flags)
+
+
+async def test_a_request_the_sampler_drops_records_nothing(exporter: InMemorySpanExporter) -> None:
+    """The caller did not sample its trace (flags 00), so neither do we; the response still
+    names the trace, unsampled. A new trace at ratio 0 is not sampled either."""
+    async with client_of(exporter) as http:
+        continued = await http.get("/items/7", headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-00"})
+    async with client_of(exporter, ratio=0.0) as http:
+        fresh = await http.get("/items/8")
+    assert exporter.get_finished_spans() == ()
+    assert traceparent_of(continued)[1] == CALLER_TRACE and not sampled(traceparent_of(continued)[3])
+    assert traceparent_of(fresh)[1] != CALLER_TRACE and not sampled(traceparent_of(fresh)[3])
+
+
+async def test_a_5xx_or_an_exception_is_an_error(exporter: InMemorySpanExporter) -> None:
+    async with client_of(exporter) as http:
+        assert (await http.get("/broken")).status_code == 503
+        assert (await http.get("/failing")).status_code == 500
+    unavailable, failed = exporter.get_finished_spans()
+    assert unavailable.status.status_code is StatusCode.ERROR
+    assert (unavailable.attributes or {})["error.type"] == "503"
+    assert (unavailable.attributes or {})["http.response.status_code"] == 503
+    assert failed.name == "GET /failing" and failed.status.status_code is StatusCode.ERROR
+    assert (failed.attributes or {})["error.type"] == "RuntimeError"
+    assert [event.name for event in failed.events] == ["exception"]
+
+
+async def test_a_request_no_route_matched_is_named_by_its_method(exporter: InMemorySpanExporter) -> None:
+    async with client_of(exporter) as http:
+        assert (await http.get("/nowhere/12")).status_code == 404
+    [span] = exporter.get_finished_spans()
+    assert span.name == "GET" and "http.route" not in (span.attributes or {})
+    assert (span.attributes or {})["url.path"] == "/nowhere/12"
+
+
+async def test_requests_count_by_route_template(exporter: InMemorySpanExporter) -> None:
+    labels = {"route": "/items/{item_id}", "method": "GET", "status": "200"}
+
+    def count() -> float:
+        return metrics.REGISTRY.get_sample_value("datawell_http_requests_total", labels) or 0.0
+
+    before = count()
+    async with client_of(exporter) as http:
+        for item_id in (1, 2, 3):
+            await http.get(f"/items/{item_id}")
+    assert count() == before + 3

@@ -1,0 +1,85 @@
+"""A query's shape fitted to its question before it runs (issue 27): unasked LIMITs, whole-number
+division, grouped columns nobody can tell apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from datawell.tools.shape import fit_shape
+from tests.tools.conftest import World
+
+
+async def rows(world: World, query: str, question: str) -> tuple[list[str], list[dict[str, object]]]:
+    shaped = fit_shape(query, question)
+    result = await world.query.run(world.alice, world.sales, shaped.query)
+    return shaped.changes, result.rows
+
+
+async def test_a_limit_the_question_did_not_ask_for_is_dropped(world: World) -> None:
+    query = "SELECT customer, COUNT(*) AS orders FROM orders GROUP BY customer ORDER BY orders DESC LIMIT 1"
+    changes, found = await rows(world, query, "How many orders did each customer place?")
+    assert changes == ["dropped LIMIT 1: the question asks for every row"]
+    assert (found[0]["customer"], found[0]["orders"]) == ("Ada", 2)
+    assert sorted(r["customer"] for r in found) == ["Ada", "Bob", "Cy", "Dee"]  # not only the first
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which customer placed the most orders?",
+        "Show the top 2 customers by orders",
+        "Name three customers with orders",
+        "Who is the single biggest customer?",
+        "Which order had the strongest wind?",  # any superlative in -est
+    ],
+)
+def test_a_limit_the_question_asks_for_stays(question: str) -> None:
+    query = "SELECT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC LIMIT 1"
+    assert fit_shape(query, question).query == query
+
+
+def test_a_ranking_by_relevance_keeps_its_cut_off() -> None:
+    query = "SELECT note FROM orders ORDER BY semantic('fruit') DESC LIMIT 3"
+    assert fit_shape(query, "Can you recommend an order with fruit in it?").changes == []
+
+
+def test_a_word_in_est_that_is_no_superlative_asks_for_every_row() -> None:
+    query = "SELECT customer FROM orders ORDER BY total LIMIT 5"
+    assert fit_shape(query, "Which customers have an interest in apples?").changes != []
+
+
+async def test_a_division_of_whole_numbers_gives_a_fraction(world: World) -> None:
+    query = "SELECT SUM(order_id) / COUNT(*) AS mean_id FROM orders"
+    assert (await world.query.run(world.alice, world.sales, query)).rows[0]["mean_id"] == 3  # 15 / 5, whole anyway
+    changes, found = await rows(world, "SELECT COUNT(*) / SUM(order_id) AS ratio FROM orders", "ratio of orders to ids")
+    assert changes == ["divided as fractions (1 division)"]
+    assert found[0]["ratio"] == pytest.approx(5 / 15)  # not 0
+
+
+def test_a_division_already_exact_is_left_alone() -> None:
+    for query in (
+        "SELECT CAST(COUNT(*) AS REAL) / SUM(order_id) FROM orders",
+        "SELECT total / 2.0 FROM orders",
+        "SELECT order_id / 60 AS hours FROM orders",  # by a constant: a unit's conversion, as meant
+    ):
+        assert fit_shape(query, "the ratio").changes == []
+
+
+async def test_the_grouped_columns_are_selected(world: World) -> None:
+    changes, found = await rows(
+        world, "SELECT SUM(total) AS spent FROM orders GROUP BY customer, paid", "How much did each customer spend?"
+    )
+    assert changes == ["selected the grouped columns customer, paid"]
+    assert {(r["customer"], r["paid"]) for r in found} == {("Ada", True), ("Bob", False), ("Cy", True), ("Dee", False)}
+
+
+def test_a_subquerys_groups_and_selected_keys_are_left_alone() -> None:
+    inner = "SELECT customer FROM orders WHERE customer IN (SELECT customer FROM orders GROUP BY customer, paid)"
+    selected = "SELECT o.customer AS who, COUNT(*) FROM orders AS o GROUP BY o.customer"
+    named = "SELECT customer, SUM(total) FROM orders GROUP BY customer, paid"  # the groups have a name already
+    for query in (inner, selected, named):
+        assert fit_shape(query, "which customers").changes == []
+
+
+def test_a_query_that_does_not_parse_is_left_to_the_checker() -> None:
+    assert fit_shape("SELEC nothing FROM", "anything").query == "SELEC nothing FROM"
