@@ -76,7 +76,7 @@ class Settings(BaseSettings):
         True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
     embedded_model_parallel: int = Field(
-        2, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
+        4, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
     )
     embedded_model_batch: int = Field(
         0,

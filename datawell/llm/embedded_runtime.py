@@ -24,9 +24,12 @@ PROVIDER = "embedded"
 MODEL_ID = "qwen2.5-coder-1.5b"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
 # Context per parallel sequence: the sequences decode together and share one KV cache of
-# this many tokens each (two sequences: 8,192 tokens, as measured in docs/models.md).
+# this many tokens each (four sequences: 16,384 tokens, about 460 MB).
 CONTEXT_TOKENS_PER_SEQUENCE = 4096
-PARALLEL_SEQUENCES = 2
+# Four, measured with bench/load.py on the idle 2-core machine: four askers of four namespaces
+# finished in 2.5x one question's time against 2.8x with two sequences (docs/decisions.md,
+# issue 29); the prompt cache's size in tokens is the context's, so it holds more prefixes too.
+PARALLEL_SEQUENCES = 4
 # The share of a request's prompt an idle sequence must hold to be chosen by likeness rather
 # than as the least recently used: any common start (the chat template's first tokens) will
 # do. llama.cpp's own default (0.1) sends a request with nothing in common to the least
