@@ -116,10 +116,13 @@ def rss_mb(pid: int) -> float:
 
 
 def children(pid: int) -> list[int]:
-    try:
-        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
+    """The process's children, whichever of its threads started them."""
+    found: list[str] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += (task / "children").read_text().split()
+        except OSError:
+            continue
     return [int(c) for c in found]
 
 

@@ -8,7 +8,8 @@
 Each asker is its own user with its own copy of the demo (its own namespace `shop`), and
 asks `--questions` questions one after another over REST (SSE, as `datawell ask` does); all
 askers of a level start together, after one uncounted warm-up question per asker (`--cold`:
-the first asker's only). The server runs in this process on a loopback port, with the settings given here (`--parallel`, `--threads`, `--batch`: the embedded model's parallel
+the first asker's only). The server runs in this process on a loopback port, with the
+settings given here (`--parallel`, `--threads`, `--batch`: the embedded model's parallel
 sequences, CPU threads and prompt batch; `--slots`, `--queue`, `--per-user`: the scheduler).
 Per level it prints: p50/p95 of a question's latency and of its first-token time (the first
 `answer-delta`, else the `answer`), aggregate output tokens/s (the embedded model's own
@@ -211,7 +212,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--askers", default="1,2,4,8", help="concurrent askers per level (comma-separated)")
     parser.add_argument("--questions", type=int, default=2, help="questions each asker asks, one after another")
-    parser.add_argument("--parallel", type=int, default=2, help="the embedded model's parallel sequences")
+    parser.add_argument("--parallel", type=int, default=4, help="the embedded model's parallel sequences")
     parser.add_argument("--threads", type=int, default=0, help="the embedded model's threads (0: every core)")
     parser.add_argument("--batch", type=int, default=0, help="the embedded model's prompt batch (0: llama.cpp's)")
     parser.add_argument("--slots", type=int, default=0, help="scheduler slots (0: --parallel)")

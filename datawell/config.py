@@ -53,6 +53,13 @@ class Settings(BaseSettings):
 
     # Vectors
     qdrant_url: str | None = None
+    local_row_vectors_max: int = Field(
+        5_000,
+        ge=0,
+        description="Row vectors the local vector store (no DATAWELL_QDRANT_URL) keeps, over all datasets: it "
+        "holds every point in memory and loads them all at start (about 23 KB a point). Rows past it are not "
+        "embedded and their ingestion says so; a Qdrant server has no such cap.",
+    )
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.
     model: str | None = None
@@ -69,7 +76,7 @@ class Settings(BaseSettings):
         True, description="Load the embedded model in the background when the service starts, when a stage uses it."
     )
     embedded_model_parallel: int = Field(
-        2, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
+        4, ge=1, le=16, description="Sequences the embedded model decodes at once (llama.cpp's n_parallel)."
     )
     embedded_model_batch: int = Field(
         0,

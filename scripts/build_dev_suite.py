@@ -599,7 +599,9 @@ def case_of(index: int, row: dict[str, str], translation: Translation, number: i
         "description": f"sql-eval questions_gen_postgres.csv, {row['db_name']} question {number} ({row['query_category']})",
         "vars": {"question": question, "namespace": row["db_name"]},
         "expected": {"query": gold, **({"alternatives": alternatives} if alternatives else {})},
-        **({"assert": [{"type": "execution-match", "order": "ignore", "extra_columns": True}]} if index in TIES else {}),
+        **(
+            {"assert": [{"type": "execution-match", "order": "ignore", "extra_columns": True}]} if index in TIES else {}
+        ),
         "tags": [row["query_category"]],
         "difficulty": DIFFICULTY[row["query_category"]],
     }

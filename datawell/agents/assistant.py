@@ -13,7 +13,6 @@ import logging
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
 
 from datawell.agents.executor import GraphExecutor, failure_message, render
 from datawell.errors import InternalError
@@ -29,9 +28,7 @@ class AssistantExecutor(GraphExecutor):
         return await runs.start_assistant(ask)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id and context.context_id and context.message
-        prepared = self.prepared(context)
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        prepared, updater = self.begin(context, event_queue)
         await event_queue.enqueue_event(self.submitted_task(context))
         await updater.start_work()
         if prepared.run.conversation_id != context.context_id:

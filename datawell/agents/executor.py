@@ -72,6 +72,11 @@ class GraphExecutor(AgentExecutor):
         prepared: PreparedRun = context.call_context.state[PREPARED]
         return prepared
 
+    def begin(self, context: RequestContext, event_queue: EventQueue) -> tuple[PreparedRun, TaskUpdater]:
+        """What `execute` works with: the run `prepare` started, and the updater of the task."""
+        assert context.task_id and context.context_id and context.message
+        return self.prepared(context), TaskUpdater(event_queue, context.task_id, context.context_id)
+
     @staticmethod
     def submitted_task(context: RequestContext) -> Task:
         """The request's task, SUBMITTED, with empty artifacts and history, as SPEC.md's assistant

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
 
 from datawell.agents.executor import GraphExecutor, render
 from datawell.runs import AskRequest, Run, Runs
@@ -17,9 +16,7 @@ class Nl2qlExecutor(GraphExecutor):
         return await runs.start_nl2ql(ask)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id and context.context_id and context.message
-        prepared = self.prepared(context)
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        prepared, updater = self.begin(context, event_queue)
         # The SDK wants a task before the first status update, and SPEC's nl2ql stream starts
         # with that update, not with a `task` event: so the task goes to the store directly.
         await self.task_store.save(self.submitted_task(context), context.call_context)

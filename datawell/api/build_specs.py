@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,6 +32,11 @@ class BuildSpecRequest(ApiModel):
     sources: list[DatasetCoordinate] = Field(min_length=1)
     destination: DatasetCoordinate
     code: BuildSpecCode
+
+    def stored(self) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+        """The definition as storage keeps it: sources and destination as JSON, the payload."""
+        sources = [s.model_dump(by_alias=True) for s in self.sources]
+        return sources, self.destination.model_dump(by_alias=True), self.code.payload
 
 
 class BuildSpecResponse(ApiModel):
@@ -108,13 +113,7 @@ async def create(request: Request, ctx: Context, user: User, body: BuildSpecRequ
     """Creates a BuildSpec at version 1, owned by the caller."""
     async with ctx.services.db.session() as session:
         await check_coordinates(session, user, body)
-        spec = await create_build_spec(
-            session,
-            user,
-            [s.model_dump(by_alias=True) for s in body.sources],
-            body.destination.model_dump(by_alias=True),
-            body.code.payload,
-        )
+        spec = await create_build_spec(session, user, *body.stored())
         return BuildSpecResponse.of(spec, user)
 
 
@@ -157,14 +156,7 @@ async def replace(
     async with ctx.services.db.session() as session:
         spec = await get_build_spec(session, user, path.build_spec_id)
         await check_coordinates(session, user, body)
-        spec = await replace_build_spec(
-            session,
-            spec,
-            [s.model_dump(by_alias=True) for s in body.sources],
-            body.destination.model_dump(by_alias=True),
-            body.code.payload,
-            expected,
-        )
+        spec = await replace_build_spec(session, spec, *body.stored(), expected)
         return BuildSpecResponse.of(spec, user)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -16,11 +16,6 @@ from pydantic.alias_generators import to_camel
 
 from datawell.client.errors import ApiError
 from datawell.client.models import DatasetCoordinate, StageModel
-
-if TYPE_CHECKING:
-    from datawell.client.aio import AsyncClient
-    from datawell.client.sync import Client
-
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -100,16 +95,30 @@ def without_none(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+class AsyncSender(Protocol):
+    """The `AsyncClient` as an operation sees it: used with `async with`, its calls awaited."""
+
+    async def send(self, call: Call[Any]) -> Any: ...
+    async def __aenter__(self) -> Any: ...
+
+
+class Sender(Protocol):
+    """The blocking `Client` as an operation sees it: used with `with`."""
+
+    def send(self, call: Call[Any]) -> Any: ...
+    def __enter__(self) -> Any: ...
+
+
 class operation(Generic[P, T]):
     def __init__(self, build: Callable[Concatenate[Any, P], Call[T]]) -> None:
         self.build = build
         self.__doc__ = build.__doc__
 
     @overload
-    def __get__(self, client: AsyncClient, owner: Any) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, client: AsyncSender, owner: Any) -> Callable[P, Awaitable[T]]: ...
 
     @overload
-    def __get__(self, client: Client, owner: Any) -> Callable[P, T]: ...
+    def __get__(self, client: Sender, owner: Any) -> Callable[P, T]: ...
 
     def __get__(self, client: Any, owner: Any) -> Any:
         @functools.wraps(self.build)

@@ -65,7 +65,7 @@ class PreparedUpload(Model):
     key: str
     part_size: int
     presigned_urls: list[PresignedPart]
-    expires_at: datetime | None = None
+    expires_at: datetime
 
 
 class PartReceipt(Model):
@@ -99,28 +99,33 @@ FINISHED: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 class IngestionAttributes(Model):
     name: str
     seen_at: datetime
-    original_ingestion_id: str | None = None
-    last_retry_at: datetime | None = None
+    original_ingestion_id: str | None
+    last_retry_at: datetime | None
 
 
 class IngestionAttempt(Model):
     id: str
-    status: str
+    status: IngestionStatus
     expected_total_bytes: int
     status_message: str
     processed_bytes: int
     processed_rows: int
     attributes: IngestionAttributes
-    mapping: dict[str, Any] | None = Field(None, description="Only when read one by one.")
 
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
 
 
+class IngestionDetail(IngestionAttempt):
+    """An attempt read one by one: with the mapping the ingestion chose."""
+
+    mapping: dict[str, Any]
+
+
 class AttemptsMetadata(Model):
     page_size: int
-    before_created_at: datetime | None = None
+    before_created_at: datetime | None
 
 
 class AttemptList(Model):
@@ -142,7 +147,7 @@ class Cleared(Model):
 class RowsMetadata(Model):
     columns: list[str]
     count: int
-    next_cursor: str | None = None
+    next_cursor: str | None
 
 
 class RowsPage(Model):
@@ -182,7 +187,7 @@ class AutoRagStep(Model):
 class AutoRagAnswer(Model):
     response: str
     steps: list[AutoRagStep]
-    conversation_id: str = ""
+    conversation_id: str
 
 
 class RunEvent(Model):
@@ -215,7 +220,7 @@ class Link(Model):
     score: float
     status: str
     reason: str
-    curated_by: str | None = None
+    curated_by: str | None
     model: str
     created_at: datetime
     updated_at: datetime
@@ -233,9 +238,9 @@ class Example(Model):
     namespace: str
     question: str
     query: str
-    source: str  # manual | conversation
-    conversation_id: str | None = None
-    step: int | None = None
+    source: Literal["manual", "conversation"]
+    conversation_id: str | None
+    step: int | None
     created_by: str
     created_at: datetime
 
@@ -248,8 +253,8 @@ class Mark(Model):
     verdict: Literal["good", "bad"]
     question: str
     query: str
-    example: Example | None = None
-    removed: int = 0
+    example: Example | None
+    removed: int
 
 
 class Agent(Model):
@@ -295,6 +300,50 @@ class RunList(Model):
     data: list[RunSummary]
 
 
+class StageRecord(Model):
+    """A graph node that ran (nested graphs' nodes have their node as `parent`)."""
+
+    name: str
+    parent: int | None = None  # index of the enclosing stage in `stages`
+    start: float
+    seconds: float = 0.0
+    error: str | None = None
+
+
+class PromptMessage(Model):
+    role: str
+    content: str
+
+
+class ModelCallRecord(Model):
+    """A model call: its tokens and seconds; the prompt and reply only for the run's owner."""
+
+    stage: str
+    model: str
+    parent: int | None = None  # index of the stage that made the call
+    start: float
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    error: str | None = None
+    prompt: list[PromptMessage] = Field(default_factory=list)
+    reply: str = ""
+
+
+class QueryRecord(Model):
+    """A query that ran: its text and how many rows came back, never the rows."""
+
+    text: str
+    parent: int | None = None
+    start: float
+    seconds: float = 0.0
+    rows: int | None = None
+    truncated: bool = False
+    error_code: str | None = None
+    error: str | None = None
+
+
 class RunRecord(Model):
     """One run's record: its stages, model calls (tokens, seconds; prompts for the asker),
     queries (text, row count, error), answer and outcome; times are seconds from its start."""
@@ -303,14 +352,15 @@ class RunRecord(Model):
     graph: str
     user_id: str
     username: str = ""
+    namespace_id: str | None = None
     namespace: str = ""
     question: str = ""
     started_at: datetime
     seconds: float = 0.0
-    outcome: str
+    outcome: str = "running"  # ok, or the error code that ended it
     error: str | None = None
     answer: str | None = None
     trace_id: str | None = None
-    stages: list[dict[str, Any]] = Field(default_factory=list)
-    model_calls: list[dict[str, Any]] = Field(default_factory=list)
-    queries: list[dict[str, Any]] = Field(default_factory=list)
+    stages: list[StageRecord] = Field(default_factory=list)
+    model_calls: list[ModelCallRecord] = Field(default_factory=list)
+    queries: list[QueryRecord] = Field(default_factory=list)

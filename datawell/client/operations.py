@@ -40,6 +40,7 @@ from datawell.client.models import (
     ExampleList,
     Health,
     IngestionAttempt,
+    IngestionDetail,
     Link,
     LinkList,
     Mark,
@@ -173,8 +174,8 @@ class Operations:
         return Call("GET", path, returns(AttemptList), params=params)
 
     @operation
-    def get_attempt(self, ingestion_id: str) -> Call[IngestionAttempt]:
-        return Call("GET", f"{API}/ingestionTracking/{segment(ingestion_id)}", returns(IngestionAttempt))
+    def get_attempt(self, ingestion_id: str) -> Call[IngestionDetail]:
+        return Call("GET", f"{API}/ingestionTracking/{segment(ingestion_id)}", returns(IngestionDetail))
 
     @operation
     def retry(self, ingestion_id: str) -> Call[Retried]:

@@ -11,6 +11,13 @@ from datawell.commands.output import rows_table
 from datawell.commands.remote import ServerOption, TokenOption, connect, dataset_address, namespace_address
 
 DatasetArgument = Annotated[str, typer.Argument(help="OWNER/NAMESPACE/DATASET", show_default=False)]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def confirm_irreversible(question: str, yes: bool) -> None:
+    """Ask before a change that cannot be undone, unless `--yes` answered already."""
+    if not yes:
+        typer.confirm(f"{question}? This cannot be undone", abort=True)
 
 
 def datasets(
@@ -70,14 +77,13 @@ def retry(
 
 def clear(
     dataset: DatasetArgument,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
     """Remove every row, vector and link of a dataset, irreversibly (the dataset and its schema stay)."""
     address = dataset_address(dataset)
-    if not yes:
-        typer.confirm(f"Remove all data and links of {dataset}? This cannot be undone", abort=True)
+    confirm_irreversible(f"Remove all data and links of {dataset}", yes)
     with connect(server, token) as client:
         cleared = client.clear(*address)
     typer.echo(
@@ -140,14 +146,13 @@ def update(
 
 def delete(
     dataset: DatasetArgument,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOption = False,
     server: ServerOption = None,
     token: TokenOption = None,
 ) -> None:
     """Delete a dataset with its rows, vectors, links, files and the verified examples naming it, irreversibly."""
     address = dataset_address(dataset)
-    if not yes:
-        typer.confirm(f"Delete {dataset} and everything in it? This cannot be undone", abort=True)
+    confirm_irreversible(f"Delete {dataset} and everything in it", yes)
     with connect(server, token) as client:
         deleted = client.delete_dataset(*address)
     typer.echo(

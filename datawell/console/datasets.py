@@ -29,6 +29,12 @@ def dataset_path(owner: str, namespace: str, name: str) -> str:
     return "/".join(quote(part, safe="") for part in (owner, namespace, name))
 
 
+def dataset_of(request: Request) -> tuple[str, str, str, str]:
+    """The page's dataset: owner, namespace, name, and its path in API and console addresses."""
+    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    return owner, namespace, name, dataset_path(owner, namespace, name)
+
+
 @signed_in
 async def home(request: Request, session: Session) -> Response:
     async with request.state.services.db.session() as db:
@@ -95,8 +101,7 @@ async def _writable(request: Request, session: Session, owner: str, namespace: s
 
 @signed_in
 async def dataset_page(request: Request, session: Session) -> Response:
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
-    path = dataset_path(owner, namespace, name)
+    owner, namespace, name, path = dataset_of(request)
     dataset = await api(request, session).get(f"/datasets/{path}")
     context = {
         "dataset": dataset,
@@ -117,9 +122,9 @@ async def attempts_context(request: Request, session: Session, path: str) -> dic
 
 @signed_in
 async def attempts(request: Request, session: Session) -> Response:
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    owner, namespace, _, path = dataset_of(request)
     context = {
-        "attempts": await attempts_context(request, session, dataset_path(owner, namespace, name)),
+        "attempts": await attempts_context(request, session, path),
         "writable": await _writable(request, session, owner, namespace),
     }
     return render(request, "attempts.html", context, session=session)
@@ -136,8 +141,7 @@ async def retry(request: Request, session: Session) -> Response:
 
 @signed_in
 async def clear(request: Request, session: Session) -> Response:
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
-    path = dataset_path(owner, namespace, name)
+    owner, namespace, name, path = dataset_of(request)
     calls = api(request, session)
     if request.method == "POST":
         done = await calls.post(f"/data/{path}/clear")
@@ -162,7 +166,7 @@ async def clear(request: Request, session: Session) -> Response:
 @signed_in
 async def export(request: Request, session: Session) -> Response:
     """Every row (matching `filter`, if given) as a file, streamed as the API streams it."""
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
+    owner, namespace, name, _ = dataset_of(request)
     format = request.path_params["format"]
     if format not in MEDIA_TYPES:
         raise NotFound(f"no export format {format!r}: jsonl, csv or parquet")
@@ -179,8 +183,7 @@ async def export(request: Request, session: Session) -> Response:
 @signed_in
 async def edit(request: Request, session: Session) -> Response:
     """Change the description and fields, and rename; the API applies the namespace's write rule."""
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
-    path = dataset_path(owner, namespace, name)
+    owner, namespace, name, path = dataset_of(request)
     calls = api(request, session)
     dataset = await calls.get(f"/datasets/{path}")
     context: dict[str, Any] = {"dataset": dataset, "path": path, "fields": list(dataset["schemaDefinition"].items())}
@@ -204,8 +207,7 @@ async def edit(request: Request, session: Session) -> Response:
 
 @signed_in
 async def delete(request: Request, session: Session) -> Response:
-    owner, namespace, name = (request.path_params[k] for k in ("owner", "namespace", "dataset"))
-    path = dataset_path(owner, namespace, name)
+    owner, namespace, name, path = dataset_of(request)
     calls = api(request, session)
     if request.method == "POST":
         done = await calls.delete(f"/data/{path}")

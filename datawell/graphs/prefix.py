@@ -17,8 +17,19 @@ PREFIX_PROMPT = "namespace"
 
 
 def stage_messages(
-    prompts: PromptLibrary, stage_prompt: str, *, dialect: str, catalog: str, links: str, **values: object
+    prompts: PromptLibrary,
+    stage_prompt: str,
+    *,
+    namespace: str,
+    dialect: str,
+    catalog: str,
+    links: str,
+    **values: object,
 ) -> list[BaseMessage]:
-    """The namespace's shared prefix as the system message, then the stage's prompt."""
-    prefix = prompts.get(PREFIX_PROMPT).text(dialect=dialect, catalog=catalog, links=links)
+    """The namespace's shared prefix as the system message, then the stage's prompt.
+
+    The prefix names its namespace in its first words, so two namespaces' prompts part at
+    once: the embedded model's server then keeps each namespace's prompt apart in its cache
+    instead of reusing a sequence that holds another namespace's (docs/decisions.md, issue 29)."""
+    prefix = prompts.get(PREFIX_PROMPT).text(namespace=namespace, dialect=dialect, catalog=catalog, links=links)
     return [SystemMessage(prefix), HumanMessage(prompts.get(stage_prompt).text(**values))]

@@ -24,12 +24,18 @@ PROVIDER = "embedded"
 MODEL_ID = "qwen2.5-coder-1.5b"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
 # Context per parallel sequence: the sequences decode together and share one KV cache of
-# this many tokens each (two sequences: 8,192 tokens, as measured in docs/models.md).
+# this many tokens each (four sequences: 16,384 tokens, about 460 MB).
 CONTEXT_TOKENS_PER_SEQUENCE = 4096
-PARALLEL_SEQUENCES = 2
-# The share of a request's prompt that an idle sequence must hold to be chosen for it: a
-# stage of the same namespace shares about 95% (its prefix), another namespace's about 60%.
-SAME_PREFIX_SHARE = 0.9
+# Four, measured with bench/load.py on the idle 2-core machine: four askers of four namespaces
+# finished in 2.5x one question's time against 2.8x with two sequences (docs/decisions.md,
+# issue 29); the prompt cache's size in tokens is the context's, so it holds more prefixes too.
+PARALLEL_SEQUENCES = 4
+# The share of a request's prompt an idle sequence must hold to be chosen by likeness rather
+# than as the least recently used: any common start (the chat template's first tokens) will
+# do. llama.cpp's own default (0.1) sends a request with nothing in common to the least
+# recently used sequence, whose prompt the cache did not restore when measured
+# (docs/decisions.md, issue 29).
+SAME_PREFIX_SHARE = 0.001
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
 
@@ -156,13 +162,13 @@ class EmbeddedRuntime:
                 # about 1,000 tokens, 28 KB of KV cache a token) is restored from here when
                 # another namespace's question used the slot in between.
                 params.cache_ram_mib = 1024
-                # A request goes to the idle sequence that already holds at least this share of
-                # its prompt; else to the least recently used one, whose prompt is then saved to
-                # that cache and the best cached prompt for the request restored. llama.cpp's
-                # default (0.1) picks a sequence holding another namespace's prompt, because the
-                # shared rules are about 60% of every prompt, and it consults the cache only when
-                # under half of the sequence's prompt would be kept: the rest of the prefix
-                # was then read again at each change of namespace (docs/decisions.md, issue 29).
+                # A request goes to the idle sequence whose prompt shares the longest start with
+                # its own. Every prefix names its namespace in its first words (graphs/prefix.py),
+                # so a sequence holding another namespace's prompt would keep almost nothing of
+                # it: llama.cpp then saves that prompt to this cache and restores the best cached
+                # one for the request. With the rules first (60% of a prompt, shared by every
+                # namespace) it kept over half and never looked in the cache, so each change of
+                # namespace read the rest of the prefix again (docs/decisions.md, issue 29).
                 params.slot_prompt_similarity = SAME_PREFIX_SHARE
                 # The server also listens on a loopback port of its own choosing; a random
                 # key keeps anything else on the machine from using that listener.

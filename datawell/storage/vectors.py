@@ -163,5 +163,10 @@ class VectorStore:
         name = await self._collection(collection)
         return (await self.client.count(name, count_filter=_dataset_filter(dataset_id), exact=True)).count
 
+    async def size(self, collection: str) -> int:
+        """Points in `collection`, over every dataset."""
+        name = await self._collection(collection)
+        return (await self.client.count(name, exact=True)).count
+
     async def close(self) -> None:
         await self.client.close()

@@ -40,7 +40,8 @@ from datawell.tools.checker import (
 )
 from datawell.tools.resolver import TableResolver
 from datawell.tools.results import dataset_stub, missing_table, query_error, result_row
-from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, Statement, open_sandbox
+from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, Statement
+from datawell.tools.sandbox.dialects import open_sandbox
 
 # Size limits when the caller gives none (settings `query_max_row_bytes`, `query_max_result_bytes`).
 MAX_ROW_BYTES = 1 << 20

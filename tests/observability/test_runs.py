@@ -109,5 +109,5 @@ async def test_the_python_client_reads_the_run_and_lists_it(
         run = await python.run(run_id)
         listed = await python.runs(order="slowest")
     assert (run.id, run.outcome, run.answer, run.username) == (run_id, "ok", ANSWER, "alice")
-    assert [q["text"] for q in run.queries] == [QUERY]
+    assert [q.text for q in run.queries] == [QUERY]
     assert run_id in [r.id for r in listed.data]

@@ -80,6 +80,7 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
     messages = stage_messages(
         deps.query.prompts,
         "assistant_plan",
+        namespace=str(context.namespace),
         dialect=deps.query.dialect,
         catalog=namespace.catalog,
         links=namespace.links,
@@ -264,6 +265,7 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     messages = stage_messages(
         deps.query.prompts,
         "assistant_answer",
+        namespace=str(context.namespace),
         dialect=deps.query.dialect,
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),

@@ -102,6 +102,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     messages = stage_messages(
         deps.prompts,
         "nl2ql_generate",
+        namespace=str(runtime.context.namespace),
         dialect=deps.dialect,
         catalog=state.get("catalog", ""),
         links=state.get("links", NO_LINKS),

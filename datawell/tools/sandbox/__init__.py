@@ -20,8 +20,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 FIRST_CHUNK = 64  # rows fetched first; later chunks are sized from the rows seen, up to LAST_CHUNK
 LAST_CHUNK = 512
 
@@ -142,17 +140,3 @@ async def collect(fetch: Callable[[int], Awaitable[Sequence[Sequence[Any]]]], li
         if len(rows) < chunk:
             return records, False
         chunk = max(1, min(LAST_CHUNK, (limits.result_bytes - total) // largest))
-
-
-def open_sandbox(engine: AsyncEngine, limits: Limits) -> Sandbox:
-    """The sandbox for the rows database behind `engine` (its writer)."""
-    if engine.dialect.name == "postgresql":
-        from datawell.tools.sandbox.postgres import PostgresSandbox
-
-        return PostgresSandbox(engine, limits)
-    from datawell.tools.sandbox.sqlite import SqliteSandbox
-
-    database = engine.url.database
-    if not database or database == ":memory:":
-        raise ValueError("the rows database must be a file for queries to open it read-only")
-    return SqliteSandbox(database, limits)

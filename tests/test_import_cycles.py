@@ -1,0 +1,62 @@
+"""No two modules of `datawell` import each other: not at the top, not inside a function, not
+under `if TYPE_CHECKING:`. The import-linter contract "no cycles among siblings" (pyproject.toml)
+forbids longer cycles between the modules of one package, but not a package's `__init__` and
+one of its own modules importing each other; this reads every import statement itself."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the folder that holds the `datawell` package
+
+
+def modules_under(root: Path) -> dict[str, Path]:
+    """Every module of the `datawell` package below `root`, by its dotted name."""
+    modules = {}
+    for path in (root / "datawell").rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules of `modules` that module `name` imports anywhere in it: `from a import b`
+    imports the module `a.b` where there is one, else `a`."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {module for module in found if module in modules and module != name}
+
+
+def mutual_imports(modules: dict[str, Path]) -> set[tuple[str, str]]:
+    imported = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return {(a, b) for a, targets in imported.items() for b in targets if a < b and a in imported[b]}
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert mutual_imports(modules_under(ROOT)) == set()
+
+
+def test_a_mutual_import_is_seen_wherever_it_stands(tmp_path: Path) -> None:
+    """The check itself: under TYPE_CHECKING, inside a function, relative, a package and its module."""
+    files = {
+        "datawell/__init__.py": "",
+        "datawell/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from datawell.b import B\n",
+        "datawell/b.py": "def f():\n    from . import a\n",
+        "datawell/c/__init__.py": "def g():\n    from datawell.c.d import D\n",
+        "datawell/c/d.py": "from datawell.c import g\n",
+        "datawell/e.py": "import datawell.a\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert mutual_imports(modules_under(tmp_path)) == {("datawell.a", "datawell.b"), ("datawell.c", "datawell.c.d")}
