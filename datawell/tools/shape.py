@@ -141,12 +141,9 @@ def _select_group_keys(tree: exp.Query) -> str:
     selected = tree.expressions
     if any(not e.unalias().find(exp.AggFunc) for e in selected):
         return ""  # something beside the aggregates names the groups already
-    names = {e.alias_or_name.lower() for e in selected}
-    texts = {e.unalias().sql().lower() for e in selected}
+    names = {e.alias_or_name.lower() for e in selected}  # an aggregate may carry a key's name
     missing = [
-        key
-        for key in tree.args["group"].expressions
-        if isinstance(key, exp.Column) and key.name.lower() not in names and key.sql().lower() not in texts
+        key for key in tree.args["group"].expressions if isinstance(key, exp.Column) and key.name.lower() not in names
     ]
     if not missing:
         return ""

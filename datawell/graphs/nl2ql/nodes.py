@@ -176,11 +176,13 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
     changes: list[str] = []
     if deps.fit_shape:
         shaped = fit_shape(query, question)
-        query, changes = shaped.query, [*changes, *shaped.changes]
+        query = shaped.query
+        changes += shaped.changes
     if deps.match_literals:
         matched = await match_literals(deps.tools, context.caller, context.namespace, query)
         if matched.changes:
-            query, changes = matched.query, [*changes, f"literals matched to the data: {'; '.join(matched.changes)}"]
+            query = matched.query
+            changes.append(f"literals matched to the data: {'; '.join(matched.changes)}")
     return query, changes
 
 
