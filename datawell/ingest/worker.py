@@ -143,6 +143,8 @@ class Worker:
         running: set[asyncio.Task[None]] = set()
         next_upload_sweep = next_work_sweep = time.monotonic()
         try:
+            with contextlib.suppress(Exception):  # the loop below says when the database is unreachable
+                await self.services.rows.connect()
             while not stop.is_set():
                 try:
                     # Large SQLite stages find their writer process started (`RowStore.prepare_writer`).
@@ -253,6 +255,7 @@ class Worker:
             await self.failed_internally(attempt, dataset)
         finally:
             heartbeat.cancel()
+            self.services.rows.checkpoint_soon()  # the stage's rows, from the log into the database
             if ended == "succeeded":
                 trace.finish(ended, outcome.rows, attempt.expected_total_bytes)
             else:

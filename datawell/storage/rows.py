@@ -19,6 +19,7 @@ index on it, so bulk writes only append to the table itself."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from alembic.migration import MigrationContext
 from alembic.operations import Operations
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from datawell.storage.bulk import (
     SqliteProcessWriter,
@@ -43,10 +44,13 @@ from datawell.storage.bulk import (
     row_ids,
     sqlite_path,
     staged,
+    use_reused_memory,
 )
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
 
+log = logging.getLogger(__name__)
+SQLITE_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
 FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
 WRITER_RETRY_SECONDS = 60.0  # a writer process that ended before it started is not started again sooner
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -131,10 +135,12 @@ class RowStore:
     """Reads and writes dataset rows in the rows database."""
 
     def __init__(self, url: str) -> None:
+        use_reused_memory()  # the batches of ingestions are parsed and typed in this process
         self.engine: AsyncEngine = create_engine(url)
         self.path = sqlite_path(url)  # a SQLite file: large stages may go to a writer process
         self.writer_process: WriterProcess | None = None  # started, free for the next large stage
         self.writer_retry_at = 0.0  # (monotonic) a writer process that failed to start is not restarted before
+        self.checkpointing: asyncio.Task[None] | None = None
 
     def prepare_writer(self) -> WriterProcess | None:
         """Start the writer process of large SQLite stages now, if none is free, so that an
@@ -148,6 +154,12 @@ class RowStore:
         if self.path is not None and self.writer_process is None and time.monotonic() >= self.writer_retry_at:
             self.writer_process = WriterProcess(self.path)
         return self.writer_process
+
+    async def connect(self) -> None:
+        """Open a connection to the rows database now and keep it pooled: the first one takes
+        20 ms (a thread, the file, the pragmas), which the worker's first stage need not wait."""
+        async with self.engine.connect() as connection:
+            await connection.exec_driver_sql("SELECT 1")
 
     def writer_ready(self) -> bool:
         """Whether a writer process has been started and is free: a stage of a few MB is then
@@ -212,33 +224,66 @@ class RowStore:
         holds exactly the staged rows)."""
         table = self.table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
-        async with self.engine.begin() as connection:
-            # One publisher of a dataset at a time, so "the table is empty: take the stage's
-            # place" holds until the rename commits (and drop + rename commit together:
-            # Python's sqlite3 would run the DDL outside a transaction).
-            if self.dialect == "sqlite":
-                await connection.exec_driver_sql("BEGIN IMMEDIATE")
-            elif self.dialect == "postgresql":
-                await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
-            count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
-            await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
-            # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
-            exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
-            if (
-                not exists
-                or (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None
-            ):
-                if exists:
-                    await connection.run_sync(lambda c: table.drop(c))
-                await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
-                await connection.run_sync(_drop_origin_defaults, table.name)
-                return Published(int(count), renamed=True)
-            # The rows of an attempt that published before its worker died are not published twice.
-            await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
-            columns = [c.name for c in staged.columns]
-            await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
-            await connection.run_sync(lambda c: staged.drop(c))
+        async with self.engine.connect() as connection:
+            # SQLite: this commit syncs the log, which holds the stage's rows (the writer
+            # process does not copy it into the database: `sqlite_ingest`); `checkpoint` does
+            # that after the attempt's end, instead of this commit.
+            await self._autocheckpoint(connection, 0)
+            try:
+                async with connection.begin():
+                    return await self._publish(connection, table, staged, ingestion_id, source)
+            finally:
+                await self._autocheckpoint(connection, SQLITE_AUTOCHECKPOINT_PAGES)
+
+    async def _autocheckpoint(self, connection: AsyncConnection, pages: int) -> None:
+        if self.dialect == "sqlite":
+            await connection.exec_driver_sql(f"PRAGMA wal_autocheckpoint={pages}")
+            await connection.commit()  # a pragma begins no transaction; SQLAlchemy's has ended
+
+    async def _publish(
+        self, connection: AsyncConnection, table: sa.Table, staged: sa.Table, ingestion_id: str, source: str
+    ) -> Published:
+        # One publisher of a dataset at a time, so "the table is empty: take the stage's
+        # place" holds until the rename commits (and drop + rename commit together:
+        # Python's sqlite3 would run the DDL outside a transaction).
+        if self.dialect == "sqlite":
+            await connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif self.dialect == "postgresql":
+            await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
+        count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
+        await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
+        # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
+        exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
+        if (
+            not exists
+            or (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None
+        ):
+            if exists:
+                await connection.run_sync(lambda c: table.drop(c))
+            await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
+            await connection.run_sync(_drop_origin_defaults, table.name)
+            return Published(int(count), renamed=True)
+        # The rows of an attempt that published before its worker died are not published twice.
+        await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
+        columns = [c.name for c in staged.columns]
+        await connection.execute(table.insert().from_select(columns, sa.select(*staged.columns)))
+        await connection.run_sync(lambda c: staged.drop(c))
         return Published(int(count), renamed=False)
+
+    def checkpoint_soon(self) -> None:
+        """SQLite: copy the write-ahead log into the database in the background (PASSIVE: it
+        waits for no reader or writer), once an attempt has ended: its stage was written to
+        the log and synced there by the publish commit, so the copy is no longer on the way
+        to SUCCEEDED. A copy already running is not started twice."""
+        if self.dialect == "sqlite" and (self.checkpointing is None or self.checkpointing.done()):
+            self.checkpointing = asyncio.create_task(self.checkpoint())
+
+    async def checkpoint(self) -> None:
+        try:
+            async with self.engine.connect() as connection:
+                await connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+        except sa.exc.DBAPIError:  # the next one copies what this one could not
+            log.warning("checkpointing the rows database failed", exc_info=True)
 
     async def published_after(
         self, dataset: Dataset, ingestion_id: str, fields: Sequence[str], after: str, limit: int
@@ -295,6 +340,8 @@ class RowStore:
             return int((await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one())
 
     async def close(self) -> None:
+        if self.checkpointing is not None:
+            await self.checkpointing
         if (child := self.take_writer_process()) is not None:
             await asyncio.to_thread(child.stop)
         await self.engine.dispose()
