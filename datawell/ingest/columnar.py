@@ -35,6 +35,11 @@ CSV_BLOCK_BYTES = 1024 * 1024
 # The first batch is cut here: writing starts once these rows are typed, not a whole batch
 # (the row types guessed for the stage are then those of these rows: `typed_ahead`).
 FIRST_BATCH_ROWS = 8_192
+# The batches after it hold at most this many rows (or `ingest_batch_rows`, if fewer): a batch
+# is written once it is typed, so smaller ones keep the writer busy while the rest is parsed
+# and leave less to write after the last (100,000 rows: 0.80x and 0.78x the script against
+# 0.69x and 0.74x with 50,000, at load 6.5-7.5; 1,000,000 rows no slower, 20 MB less RSS).
+COLUMNAR_BATCH_ROWS = 16_384
 Positioned = tuple[pa.RecordBatch, int]  # a batch and the bytes of the file read so far
 
 

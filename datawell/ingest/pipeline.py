@@ -30,6 +30,7 @@ from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest import values
 from datawell.ingest.batches import Limits, sample_rows
 from datawell.ingest.columnar import (
+    COLUMNAR_BATCH_ROWS,
     FIRST_BATCH_ROWS,
     Ahead,
     Columnar,
@@ -288,7 +289,7 @@ class Ingest:
 
     async def write_columnar(self, arrow: Columnar) -> int:
         """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
-        batches = first_small(arrow.batches(self.batch_rows), FIRST_BATCH_ROWS)
+        batches = first_small(arrow.batches(min(self.batch_rows, COLUMNAR_BATCH_ROWS)), FIRST_BATCH_ROWS)
         if self.dataset.field_types:
             return await self.write_typed(typed(batches, dataset_columns(self.dataset)))
         # A first ingestion: rows are written on the types the first batch suggests while the

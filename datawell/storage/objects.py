@@ -80,6 +80,27 @@ class ObjectStore(Protocol):
         ...
 
 
+def _replace(path: Path, data: bytes) -> None:
+    """Write `path` whole under a new name, then put it in place: a reader (or a link made by
+    `download`) sees the old object or the new one, never a mix."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _link_or_copy(path: Path, destination: Path) -> None:
+    """A second name for the object's file when both are on one file system (objects are
+    only ever replaced whole, never changed in place), else a copy: an ingestion's copy of a
+    100,000-row file took 5-60 ms, of a million rows ten times that."""
+    try:
+        os.link(path, destination)
+    except OSError:
+        shutil.copyfile(path, destination)
+
+
 class LocalObjectStore:
     """Objects are files under `root`; parts of open uploads are files under `parts_root`
     until they are assembled or aborted. The service itself serves the part URLs: each is
@@ -110,13 +131,13 @@ class LocalObjectStore:
     async def put(self, key: str, data: bytes) -> None:
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(path.write_bytes, data)
+        await asyncio.to_thread(_replace, path, data)
 
     async def download(self, key: str, destination: Path) -> None:
         path = self.path(key)
         if not path.is_file():
             raise NotFound(f"no object {key!r}")
-        await asyncio.to_thread(shutil.copyfile, path, destination)
+        await asyncio.to_thread(_link_or_copy, path, destination)
 
     async def size(self, key: str) -> int:
         path = self.path(key)

@@ -63,6 +63,21 @@ async def test_put_download_size_delete(store: ObjectStore, tmp_path: Path) -> N
         await store.download("a/b.csv", tmp_path / "again")
 
 
+async def test_a_downloaded_object_keeps_its_bytes_when_the_object_is_replaced(
+    store: ObjectStore, tmp_path: Path
+) -> None:
+    """The local store links the object into the attempt's folder instead of copying it: the
+    object must then never change in place under that link."""
+    await store.put("a/b.csv", b"old\n")
+    await store.download("a/b.csv", tmp_path / "copy")
+    await store.put("a/b.csv", b"new, longer\n")
+    assert (tmp_path / "copy").read_bytes() == b"old\n"
+    await store.download("a/b.csv", tmp_path / "again")
+    assert (tmp_path / "again").read_bytes() == b"new, longer\n"
+    await store.delete("a/b.csv")
+    assert (tmp_path / "copy").read_bytes() == b"old\n"
+
+
 async def test_multipart_assembles_the_parts_in_order(store: ObjectStore, tmp_path: Path) -> None:
     parts = [b"a" * PART, b"b" * PART, b"tail"]
     upload_id = await store.start_multipart("up/file.bin")

@@ -177,6 +177,36 @@ async def test_a_started_writer_process_serves_one_stage_after_another(rows: Row
     assert not again.alive()
 
 
+async def test_staged_rows_reach_the_database_file_only_at_the_checkpoint_after_publishing(rows: RowStore) -> None:
+    """SQLite: the writer process leaves its rows in the write-ahead log (no copy into the
+    database, and no sync of it, inside the attempt); publishing commits them there, readable
+    at once; `checkpoint_soon` copies them into the database file afterwards."""
+    import os
+    import uuid
+
+    from datawell.storage.rows import arrow_rows
+
+    if rows.path is None:
+        return  # PostgreSQL checkpoints on its own
+    ds, ingestion = dataset(), str(uuid.uuid4())
+    assert rows.prepare_writer() is not None
+    await rows.stage(ds, ingestion)
+    writer = rows.writer(ingestion, large=True)
+    for start in range(0, 40_000, 20_000):  # about 1,000 pages: past SQLite's autocheckpoint
+        await writer.append(arrow_rows([{"order_id": start + i, "total": 0.5} for i in range(20_000)], ds.field_types))
+    await writer.close()
+    database = os.path.getsize(rows.path)
+    assert await rows.publish(ds, ingestion, source="a.csv") == Published(40_000, renamed=True)
+    assert await rows.count(ds) == 40_000
+    assert os.path.getsize(rows.path) == database  # still only in the log
+    assert os.path.getsize(rows.path + "-wal") > 1_000_000
+    rows.checkpoint_soon()
+    assert rows.checkpointing is not None
+    await rows.checkpointing
+    assert os.path.getsize(rows.path) > database + 1_000_000
+    assert await rows.count(ds) == 40_000
+
+
 async def test_a_writer_process_that_cannot_start_is_not_restarted_at_every_poll(rows: RowStore, tmp_path) -> None:
     """The worker asks for a started writer process at every poll; one that ended before it
     ever started (here: its database's folder is missing) is not started again for a minute."""
