@@ -91,15 +91,20 @@ EPOCH_SECONDS = (100_000_000, 4_102_444_800)
 TIME_WORDS = re.compile(r"time|date|epoch|unix|_at$|^at_|created|updated|modified", re.I)
 
 
-def epoch_note(name: str, description: str, hint: ColumnHint) -> str:
-    """For a column of Unix seconds: what they are and how a query reads them as timestamps."""
+def unix_seconds(name: str, description: str, hint: ColumnHint) -> bool:
+    """Whether a column holds Unix seconds: whole numbers of 1973 to 2100, named or described as a time."""
     low, high = hint.low, hint.high
     if hint.type != "integer" or not isinstance(low, int | float) or not isinstance(high, int | float):
+        return False
+    return EPOCH_SECONDS[0] <= low <= high <= EPOCH_SECONDS[1] and bool(TIME_WORDS.search(f"{name} {description}"))
+
+
+def epoch_note(name: str, description: str, hint: ColumnHint) -> str:
+    """For a column of Unix seconds: what they are and how a query reads them as timestamps."""
+    if not unix_seconds(name, description, hint):
         return ""
-    if not (EPOCH_SECONDS[0] <= low <= high <= EPOCH_SECONDS[1] and TIME_WORDS.search(f"{name} {description}")):
-        return ""
-    first, last = (datetime.fromtimestamp(int(v), UTC).strftime("%Y-%m-%d %H:%M") for v in (low, high))
-    return f"Unix seconds ({first} to {last} UTC): read them as datetime({name}, 'unixepoch')"
+    first, last = (datetime.fromtimestamp(int(v), UTC).strftime("%Y-%m-%d %H:%M") for v in (hint.low, hint.high))
+    return f"Unix seconds ({first} to {last} UTC): as a timestamp, to_timestamp({name})"
 
 
 def _range(hint: ColumnHint) -> str:

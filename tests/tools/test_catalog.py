@@ -100,7 +100,7 @@ def test_a_column_of_unix_seconds_is_told_with_its_dates_and_how_to_read_it() ->
     """Issue 27 (dates by what the column holds): whole seconds since 1970 in a time column."""
     seconds = ColumnHint(type="integer", low=1577836800, high=1577900000)
     assert epoch_note("departure_time", "", seconds) == (
-        "Unix seconds (2020-01-01 00:00 to 2020-01-01 17:33 UTC): read them as datetime(departure_time, 'unixepoch')"
+        "Unix seconds (2020-01-01 00:00 to 2020-01-01 17:33 UTC): as a timestamp, to_timestamp(departure_time)"
     )
     assert epoch_note("left", "Epoch timestamp of departure", seconds).startswith("Unix seconds")
     # Not a time by its name, not seconds by its range, or not whole numbers: nothing said.
