@@ -103,7 +103,7 @@ def epoch_note(name: str, description: str, hint: ColumnHint) -> str:
     """For a column of Unix seconds: what they are and how a query reads them as timestamps."""
     if not unix_seconds(name, description, hint):
         return ""
-    first, last = (datetime.fromtimestamp(int(v), UTC).strftime("%Y-%m-%d %H:%M") for v in (hint.low, hint.high))
+    first, last = (datetime.fromtimestamp(float(v or 0), UTC).strftime("%Y-%m-%d %H:%M") for v in (hint.low, hint.high))
     return f"Unix seconds ({first} to {last} UTC): as a timestamp, to_timestamp({name})"
 
 
