@@ -460,7 +460,10 @@ async def test_a_running_worker_sweeps(client, outside, services: Services, alic
     await set_upload(services, old["uploadId"], expires_at=utcnow() - ABANDONED_AFTER - timedelta(minutes=1))
     async with running_worker(services):
         for _ in range(100):
-            if (await upload_row(services, old["uploadId"])).status == "ABORTED":
+            # Aborted is committed before the parts are deleted: stopping the worker between
+            # the two puts the upload back to open, so wait for both.
+            aborted = (await upload_row(services, old["uploadId"])).status == "ABORTED"
+            if aborted and await parts_left(services, old["key"], old["uploadId"]) is None:
                 break
             await asyncio.sleep(0.1)
     assert (await upload_row(services, old["uploadId"])).status == "ABORTED"
