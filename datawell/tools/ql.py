@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from datawell.observability.recorder import observe_query
 from datawell.storage.access import Caller, NamespaceRef
-from datawell.storage.datasets import list_datasets
+from datawell.storage.datasets import DatasetRef, list_datasets
 from datawell.storage.db import Database
 from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.links import active_links
@@ -75,6 +75,12 @@ LinkEnds = tuple[
 
 class TextEmbedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def pairs(resolver: TableResolver, tables: dict[TableRef, TableInfo]) -> list[tuple[DatasetRef, TableInfo]]:
+    """Each resolved dataset with its table as the query names it."""
+    by_id = {d.record.id: d for d in resolver.resolved}
+    return [(by_id[t.dataset_id], t) for t in {t.dataset_id: t for t in tables.values()}.values()]
 
 
 class QueryTools:
@@ -182,6 +188,9 @@ class QueryTools:
             resolver = TableResolver(session, caller, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
+        # The checker's date rules read what each column holds (years, month names, Unix seconds).
+        described = {t.dataset_id: t for t in await with_contents(self.db, self.rows, pairs(resolver, tables))}
+        tables = {ref: described.get(info.dataset_id, info) for ref, info in tables.items()}
         return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
 
     async def resolve(self, who: Who, namespace: NamespaceRef, references: list[TableRef]) -> dict[TableRef, TableInfo]:
