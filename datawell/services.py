@@ -17,8 +17,9 @@ from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.db import Database
 from datawell.storage.moves import move_row_tables
-from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
+from datawell.storage.objects import LocalObjectStore, ObjectStore
 from datawell.storage.rows import RowStore
+from datawell.storage.s3 import S3ObjectStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
 from datawell.tools.checker import Caps
