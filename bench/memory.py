@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 from bench.export import SECRET, Sampler, children, rss_mb, start_server
-from bench.ingest import SCHEMA, load, write_csv
+from bench.ingest import SCHEMA, _drop_database, _fresh_database, load, write_csv
 
 MODELS_CACHE = Path(tempfile.gettempdir()) / "datawell-bench-models"
 LIMIT_MB = 300
@@ -53,7 +53,7 @@ def server_env(folder: Path, port: int, embed: bool) -> dict[str, str]:
     }
 
 
-async def seed(folder: Path) -> str:
+async def seed(folder: Path, database_url: str | None = None) -> str:
     from datawell.config import Settings
     from datawell.services import build_services
     from datawell.storage.users import create_user
@@ -61,6 +61,7 @@ async def seed(folder: Path) -> str:
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         data_dir=folder / "datawell",
+        database_url=database_url,
         jwt_secret=SECRET,
         embedded_model_enabled=False,
         embeddings_enabled=False,
@@ -139,7 +140,12 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=None, help="data folder (default: a new one in /tmp)")
     parser.add_argument("--cap", type=int, default=None, help="DATAWELL_LOCAL_ROW_VECTORS_MAX (default: its default)")
     parser.add_argument("--no-embed", action="store_true", help="row embeddings off even if minilm-static is cached")
+    parser.add_argument(
+        "--postgres", default="", help="a PostgreSQL server URL: the service's stores in a new database there"
+    )
     args = parser.parse_args()
+    database_url = asyncio.run(_fresh_database(args.postgres)) if args.postgres else None
+    print(f"store: {'PostgreSQL' if database_url else 'SQLite'}")
     embed = (MODELS_CACHE / "minilm-static").exists() and not args.no_embed
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     why = "--no-embed" if args.no_embed else f"no minilm-static in {MODELS_CACHE}"
@@ -150,7 +156,7 @@ def main() -> None:
         (folder / "datawell").mkdir(exist_ok=True)
         if embed:
             (folder / "datawell" / "models").symlink_to(MODELS_CACHE)
-        token = asyncio.run(seed(folder))
+        token = asyncio.run(seed(folder, database_url))
         csv_path = folder / "orders.csv"
         started = time.perf_counter()
         write_csv(csv_path, args.rows)
@@ -158,6 +164,8 @@ def main() -> None:
             f"{csv_path.stat().st_size / 1e6:.0f} MB CSV of {args.rows:,} rows in {time.perf_counter() - started:.0f} s"
         )
         env = server_env(folder, args.port, embed)
+        if database_url:
+            env["DATAWELL_DATABASE_URL"] = database_url
         if args.cap is not None:
             env["DATAWELL_LOCAL_ROW_VECTORS_MAX"] = str(args.cap)
         url = f"http://127.0.0.1:{args.port}"
@@ -246,6 +254,8 @@ def main() -> None:
     finally:
         if args.folder is None:
             shutil.rmtree(folder, ignore_errors=True)
+        if database_url:
+            asyncio.run(_drop_database(args.postgres, database_url.rsplit("/", 1)[1]))
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
 
