@@ -15,6 +15,7 @@ from datawell.llm.models import ChatModels
 from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
+from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore
@@ -105,6 +106,7 @@ def default_models(settings: Settings) -> ChatModels:
 
 async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
     overrides = overrides or Overrides()
+    return_freed_arrow_memory()  # ingestions and exports: freed Arrow buffers go back at once
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     await db.migrate()

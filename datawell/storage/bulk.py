@@ -61,6 +61,20 @@ def row_ids(prefix: str, first: int, count: int) -> pa.Array:
     return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
+def return_freed_arrow_memory() -> None:
+    """Arrow's buffers from jemalloc with its decay at 0, so pages Arrow frees go back to the
+    system at once (process-wide: called as the service and the writer process start). The
+    default, mimalloc, keeps what a thread freed for that thread to reuse: the CSV reader's and
+    the writer's threads each held their own, and a 3,000,000-row ingestion kept ≈ 100 MB more
+    at its peak (issue 26, docs/decisions.md). A pyarrow built without jemalloc keeps its default."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return
+    pa.set_memory_pool(pool)
+    pa.jemalloc_set_decay_ms(0)
+
+
 @dataclass(frozen=True)
 class Stage:
     """One attempt run's staging table, and what its writer adds to every row."""
