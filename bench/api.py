@@ -9,7 +9,9 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
 
 With `--observability metrics` a third server runs beside them: Datawell with its metrics on
 (`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
-pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it). The plain one runs with
+pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it; `OTEL_TRACES_SAMPLER_ARG`
+from the environment sets the share traced); with `none` a second plain one, whose "overhead"
+is the noise between two processes of one configuration. The plain one runs with
 `DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead, and
 so is the ratio of the two servers' CPU time per request (read from /proc, which the machine's
 other work moves far less than the rates).
@@ -113,7 +115,7 @@ def seed_minimal(database: Path, token: str) -> None:
 def datawell_env(folder: Path, observability: str | None = None, sink: int = 0) -> dict[str, str]:
     """The server's environment: metrics and traces off; or metrics on, and with `all` every
     request traced to the sink listening on port `sink`."""
-    switches = {"DATAWELL_METRICS": "open" if observability else "off"}
+    switches = {"DATAWELL_METRICS": "open" if observability in ("metrics", "all") else "off"}
     if observability == "all":
         switches["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{sink}"
     return {
@@ -312,8 +314,9 @@ def main() -> None:
     parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal", "sink"])
     parser.add_argument(
         "--observability",
-        choices=["metrics", "all"],
-        help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all)",
+        choices=["none", "metrics", "all"],
+        help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all), "
+        "or a second plain one (none: the noise between two processes of the same configuration)",
     )
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--db", type=Path)
