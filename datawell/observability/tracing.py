@@ -79,7 +79,7 @@ _drawn: ContextVar[int] = ContextVar("datawell_drawn_trace_id", default=0)
 
 class DrawnIds(RandomIdGenerator):
     """Random ids, except the trace id already drawn for the root span being started
-    (`drawn_trace_id`): `RequestSpan` draws a request's trace id to take the sampler's decision
+    (`drawn_trace_id`): `RequestObserver` draws a request's trace id to take the sampler's decision
     before any span exists (a dropped request then costs no SDK span), and the span it then
     asks for must carry that id, the one the decision was taken on."""
 
