@@ -135,8 +135,11 @@ class RequestObserver:
                 header = b"00-%032x-%016x-%02x" % (trace_id, span_id, DROPPED)
                 return NonRecordingSpan(SpanContext(trace_id, span_id, False, DROPPED)), (b"traceparent", header)
         method = scope["method"]
-        with tracing.drawn_trace_id(trace_id):
+        drawn = tracing.DRAWN_TRACE_ID.set(trace_id)
+        try:
             span = tracer.start_span(method if method in KNOWN_METHODS else "HTTP", parent, SpanKind.SERVER)
+        finally:
+            tracing.DRAWN_TRACE_ID.reset(drawn)
         found = span.get_span_context()
         header = b"00-%032x-%016x-%02x" % (found.trace_id, found.span_id, found.trace_flags)
         return span, (b"traceparent", header)

@@ -8,8 +8,6 @@ process (the tests) each see their own; `tracer()` is a no-op tracer while trace
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -74,26 +72,18 @@ def pairs(text: str) -> dict[str, str]:
     return found
 
 
-_drawn: ContextVar[int] = ContextVar("datawell_drawn_trace_id", default=0)
+# The trace id `RequestObserver` drew for the root span it is starting (0: none).
+DRAWN_TRACE_ID: ContextVar[int] = ContextVar("datawell_drawn_trace_id", default=0)
 
 
 class DrawnIds(RandomIdGenerator):
     """Random ids, except the trace id already drawn for the root span being started
-    (`drawn_trace_id`): `RequestObserver` draws a request's trace id to take the sampler's decision
-    before any span exists (a dropped request then costs no SDK span), and the span it then
-    asks for must carry that id, the one the decision was taken on."""
+    (`DRAWN_TRACE_ID`): `RequestObserver` draws a request's trace id to take the sampler's
+    decision before any span exists (a dropped request then costs no SDK span), and the span
+    it then asks for must carry that id, the one the decision was taken on."""
 
     def generate_trace_id(self) -> int:
-        return _drawn.get() or super().generate_trace_id()
-
-
-@contextmanager
-def drawn_trace_id(trace_id: int) -> Iterator[None]:
-    token = _drawn.set(trace_id)
-    try:
-        yield
-    finally:
-        _drawn.reset(token)
+        return DRAWN_TRACE_ID.get() or super().generate_trace_id()
 
 
 def new_provider(ratio: float, processor: SpanProcessor, resource: Resource | None = None) -> TracerProvider:
