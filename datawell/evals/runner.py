@@ -71,6 +71,7 @@ async def eval_services(overrides: Overrides, folder: Path | None = None) -> Asy
     models, keys and limits come from the environment as usual."""
     own = folder is None
     folder = folder or Path(tempfile.mkdtemp(prefix="datawell-eval-"))
+    share_models(folder)
     settings = Settings(
         data_dir=folder,
         database_url=None,
@@ -85,6 +86,18 @@ async def eval_services(overrides: Overrides, folder: Path | None = None) -> Asy
         await services.close()
         if own:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def share_models(folder: Path) -> None:
+    """The fresh store uses the models folder of the configured data folder (the joined
+    embedded weights and the distilled embedder are caches, not data): otherwise every eval
+    run joins the weights and distils the embedder again, two minutes before its first case."""
+    models = folder / "models"
+    if models.exists():
+        return
+    shared = Settings().data_dir.resolve() / "models"
+    shared.mkdir(parents=True, exist_ok=True)
+    models.symlink_to(shared, target_is_directory=True)
 
 
 def fill(prediction: Prediction, result: RunResult) -> None:

@@ -3,8 +3,10 @@ The graphs, evals and agents build against the names and signatures here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from datawell.storage.access import NamespaceRef
@@ -83,6 +85,28 @@ def describe_values(hint: ColumnHint, rows: int) -> str:
     return told
 
 
+# Whole numbers in this range, in a column named or described as a time, are Unix seconds
+# (1973 to 2100): the catalog says so, with their dates, so the writer converts them.
+EPOCH_SECONDS = (100_000_000, 4_102_444_800)
+TIME_WORDS = re.compile(r"time|date|epoch|unix|_at$|^at_|created|updated|modified", re.I)
+
+
+def unix_seconds(name: str, description: str, hint: ColumnHint) -> bool:
+    """Whether a column holds Unix seconds: whole numbers of 1973 to 2100, named or described as a time."""
+    low, high = hint.low, hint.high
+    if hint.type != "integer" or not isinstance(low, int | float) or not isinstance(high, int | float):
+        return False
+    return EPOCH_SECONDS[0] <= low <= high <= EPOCH_SECONDS[1] and bool(TIME_WORDS.search(f"{name} {description}"))
+
+
+def epoch_note(name: str, description: str, hint: ColumnHint) -> str:
+    """For a column of Unix seconds: what they are and how a query reads them as timestamps."""
+    if not unix_seconds(name, description, hint):
+        return ""
+    first, last = (datetime.fromtimestamp(float(v or 0), UTC).strftime("%Y-%m-%d %H:%M") for v in (hint.low, hint.high))
+    return f"Unix seconds ({first} to {last} UTC): as a timestamp, to_timestamp({name})"
+
+
 def _range(hint: ColumnHint) -> str:
     if hint.low is None:
         return ""
@@ -127,6 +151,7 @@ class Catalog:
                 described = table.column_descriptions.get(name, "").strip()
                 hint = table.hints.get(name)
                 told = describe_values(hint, table.row_count) if hint is not None else ""
-                about = "; ".join(part for part in (described, told) if part)
+                epoch = epoch_note(name, described, hint) if hint is not None else ""
+                about = "; ".join(part for part in (described, told, epoch) if part)
                 lines.append(f"  {name} {kind}: {about}" if about else f"  {name} {kind}")
         return "\n".join(lines)

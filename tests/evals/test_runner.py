@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from datawell.evals import records, scoring
 from datawell.evals.records import PredictedLink
-from datawell.evals.runner import predict
+from datawell.evals.runner import eval_services, predict
 from datawell.evals.suites import load_suite
 from datawell.graphs.events import AnswerDelta, GraphEvent, RunFinished, StepFinished
 from datawell.llm.embeddings import HashingEmbedder
@@ -245,3 +246,15 @@ async def test_curator_precision_recall_f1(tmp_path: Path) -> None:
     (result,) = await scoring.score_all(suite, predictions)
     assert result.metrics == {"f1": 0.5, "precision": 0.5, "recall": 0.5}
     assert not result.passed and result.outcomes[0].detail.startswith("P=0.50 R=0.50")
+
+
+async def test_an_eval_store_shares_the_configured_models_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded weights and the distilled embedder are joined once, not once per eval run."""
+    monkeypatch.setenv("DATAWELL_DATA_DIR", str(tmp_path / "data"))
+    async with eval_services(Overrides(embedder=HashingEmbedder())) as services:
+        (services.settings.data_dir / "models" / "weights.gguf").write_text("joined once")
+        fresh = services.settings.data_dir
+    assert not fresh.exists()  # the eval's own store is gone
+    assert (tmp_path / "data" / "models" / "weights.gguf").read_text() == "joined once"

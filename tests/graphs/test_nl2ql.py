@@ -229,6 +229,62 @@ async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
     )
 
 
+async def test_a_name_no_dataset_holds_is_declined_when_the_repair_asks_for_it_again(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: "email" is nowhere in the catalog and the question asks for it: after one
+    repair that invents it again, the run is declined instead of repaired a third time."""
+    chat_model.script += [
+        QueryDraft(query="SELECT name, email FROM customers"),
+        QueryDraft(query="SELECT name, email_address FROM customers"),
+    ]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the email address of each customer?"))
+
+    assert [event.model_dump() for event in events] == [
+        {
+            "type": "error",
+            "error_code": "QUERY_REFUSED",
+            "message": "the datasets cannot answer this: no dataset holds anything like email address; the "
+            "datasets hold: customers (id, name, city); orders (id, customer_id, amount, ordered_at)",
+        }
+    ]
+    assert len(chat_model.calls) == 2
+    assert "no column of any dataset is like 'email'" in chat_model.prompts()[1]
+    assert tools.ran() == []
+
+
+async def test_a_name_the_question_asks_for_gets_one_repair_before_any_refusal(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: "revenue" is in no dataset, but the repair finds the column that answers."""
+    good = "SELECT SUM(amount) AS revenue FROM orders"
+    chat_model.script += [QueryDraft(query="SELECT SUM(revenue) FROM orders"), QueryDraft(query=good)]
+    tools.rows[good] = [{"revenue": 120.5}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the total revenue?"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert isinstance(events[1], RowsReady) and events[1].rows == [{"revenue": 120.5}]
+
+
+async def test_a_repair_is_told_where_an_unknown_name_is_in_the_catalog(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: the checker says what the query's tables lack; the whole catalog says where it is."""
+    good = "SELECT customer_id, SUM(amount) FROM orders GROUP BY customer_id"
+    chat_model.script += [
+        QueryDraft(query="SELECT customer, SUM(amount) FROM orders GROUP BY customer"),
+        QueryDraft(query=good),
+    ]
+    tools.rows[good] = [{"customer_id": 1, "SUM(amount)": 30}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did each customer spend?"))
+
+    assert [e.type for e in events] == ["query", "rows"]
+    assert "- 'customer' is in: orders.customer_id, table customers" in chat_model.prompts()[1]
+
+
 async def test_a_question_the_catalog_does_not_cover_is_refused_before_any_model_call(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

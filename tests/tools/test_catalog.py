@@ -9,7 +9,9 @@ from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.access import Permission
 from datawell.storage.datasets import create_dataset, get_dataset
+from datawell.storage.hints import ColumnHint
 from datawell.storage.tables import Link
+from datawell.tools.catalog import epoch_note
 from tests.tools.conftest import World
 
 
@@ -92,3 +94,16 @@ async def test_links_are_the_active_ones_of_a_namespace_the_caller_may_read(worl
     assert links == [("sales/orders.customer", "sales/orders.order_id", "ExactMatch", 3)]
     with pytest.raises(Forbidden):
         await world.query.links(world.bob, world.sales)
+
+
+def test_a_column_of_unix_seconds_is_told_with_its_dates_and_how_to_read_it() -> None:
+    """Issue 27 (dates by what the column holds): whole seconds since 1970 in a time column."""
+    seconds = ColumnHint(type="integer", low=1577836800, high=1577900000)
+    assert epoch_note("departure_time", "", seconds) == (
+        "Unix seconds (2020-01-01 00:00 to 2020-01-01 17:33 UTC): as a timestamp, to_timestamp(departure_time)"
+    )
+    assert epoch_note("left", "Epoch timestamp of departure", seconds).startswith("Unix seconds")
+    # Not a time by its name, not seconds by its range, or not whole numbers: nothing said.
+    assert epoch_note("population", "people", seconds) == ""
+    assert epoch_note("year_time", "", ColumnHint(type="integer", low=1990, high=2024)) == ""
+    assert epoch_note("time", "", ColumnHint(type="real", low=1577836800.5, high=1577900000.5)) == ""

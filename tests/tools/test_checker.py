@@ -127,13 +127,21 @@ def test_refusals_without_a_database(sql: str, code: str) -> None:
 
 
 # --- issue 27: date functions only on columns that hold dates (checker/dates.py) ---
-CALENDAR = {"year": "integer", "month": "text", "day": "text", "held": "timestamp", "count": "integer"}
+CALENDAR = {
+    "year": "integer",
+    "month": "text",
+    "day": "text",
+    "held": "timestamp",
+    "count": "integer",
+    "departure_time": "integer",
+}
 CALENDAR_HINTS = {
     "year": ColumnHint(type="integer", low=1998, high=2019),
     "month": ColumnHint(type="text", distinct=3, values=["January", "March", "May"]),
     "day": ColumnHint(type="text", distinct=2, values=["2024-03-01", "2024-03-02"]),
     "held": ColumnHint(type="timestamp", low="2024-01-01", high="2024-12-31", format="YYYY-MM-DD"),
     "count": ColumnHint(type="integer", low=0, high=40),
+    "departure_time": ColumnHint(type="integer", low=1577836800, high=1577900000),  # Unix seconds
 }
 
 
@@ -157,6 +165,11 @@ def calendar_compile(sql: str) -> str:
             "for example month = 'January'",
         ),
         ("SELECT julianday(count) FROM events", "events.count holds numbers (integer), not dates"),
+        (
+            "SELECT strftime('%m', departure_time) FROM events",
+            "events.departure_time holds unix seconds (integer), not dates: strftime() cannot take it; make it a "
+            "timestamp with to_timestamp(), for example strftime('%Y-%m', to_timestamp(departure_time))",
+        ),
     ],
 )
 def test_a_date_function_on_a_column_without_dates_is_refused_with_how_to_compare(sql: str, told: str) -> None:
@@ -172,6 +185,7 @@ def test_a_date_function_on_a_column_without_dates_is_refused_with_how_to_compar
         "SELECT COUNT(*) FROM events WHERE year = 2019 AND month = 'March'",
         "SELECT strftime('%Y-%m', held) FROM events",
         "SELECT date(day) FROM events",  # ISO dates kept as text
+        "SELECT strftime('%m', to_timestamp(departure_time)) FROM events",  # Unix seconds, read as such
     ],
 )
 def test_date_functions_on_dates_and_plain_comparisons_pass(sql: str) -> None:

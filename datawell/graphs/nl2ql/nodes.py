@@ -23,9 +23,12 @@ from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, NamespaceView, helper_block
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
+from datawell.tools.catalog import Catalog
 from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import match_literals
+from datawell.tools.names import NameTriage, flagged, triage
+from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult, QueryTools, TextEmbedder
 from datawell.tools.shape import fit_shape
 
@@ -51,11 +54,14 @@ class QueryDeps:
     candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first
 
 
-def failure_feedback(query: str, exc: QueryError, what: str = "It was refused") -> str:
+def failure_feedback(query: str, exc: QueryError, what: str = "It was refused", hints: list[str] | None = None) -> str:
     lines = [f"Your previous query was:\n{query}", f"{what}: {exc.message}"]
     lines += [f"- {s.message}" for s in exc.sub_errors]
     if exc.detail:
         lines.append(exc.detail)
+    if hints:
+        lines.append("What the whole catalog says of those names:")
+        lines += [f"- {hint}" for hint in hints]
     lines.append("Write a corrected query that follows the rules.")
     return "\n".join(lines)
 
@@ -193,6 +199,16 @@ async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryCon
     return "" if found.covered else coverage_refusal(found, catalog)
 
 
+async def unknown_names(
+    deps: QueryDeps, context: QueryContext, question: str, query: str, exc: QueryError
+) -> tuple[NameTriage, Catalog]:
+    """Where the names the checker called unknown are in the namespace, and which ones the
+    question asks for that no dataset holds."""
+    catalog = await deps.tools.catalog(context.caller, context.namespace)
+    named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
+    return triage(named, catalog, question), catalog
+
+
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
     if attempts < deps.max_attempts:
         return {}
@@ -237,8 +253,23 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
             # The question asked to change data: no repair can make that a read, so the
             # service declines it rather than let the model try again.
             return settle(state, {"refusal": f"the question asks to change data ({change}); queries here only read it"})
-        feedback = failure_feedback(state["draft"], exc)
-        update = {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
+        hints: list[str] = []
+        missing: list[str] = []
+        if UNKNOWN_NAMES & codes and not state.get("proposed", "").strip():
+            found, catalog = await unknown_names(deps, context, state["question"], state["draft"], exc)
+            if found.absent and state.get("missing"):
+                return settle(state, {"refusal": names_refusal(found, catalog)})
+            hints, missing = found.hints(), found.absent
+            if missing:
+                hints.append(
+                    f"no column of any dataset is like {', '.join(repr(n) for n in missing)}: use only the columns "
+                    "listed, and if none of them can answer the question, give a refusal instead of a query"
+                )
+        # --- end issue 27 ---
+        feedback = failure_feedback(state["draft"], exc, hints=hints)
+        update = {"feedback": feedback, "missing": missing}
+        update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
             update |= (await deps.view.describe(context.caller, context.namespace)).state()

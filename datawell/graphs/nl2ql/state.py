@@ -75,6 +75,9 @@ class QueryState(QueryInput, total=False):
     # A result that ran but looked wrong (no rows, only NULLs, unordered "top" rows): it gets
     # one repair, and stands when the repair does not give a result.
     doubted: ResultRows
+    # Names the latest failed attempt asked for that no dataset holds (tools/names.py): a
+    # second attempt that asks for such names again is declined.
+    missing: list[str]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from datawell.errors import SubError
 from datawell.storage.hints import ColumnHint
-from datawell.tools.catalog import TableInfo
+from datawell.tools.catalog import TableInfo, unix_seconds
 from datawell.tools.checker.allowed import SQLITE_FUNCTIONS
 
 DATE_FUNCTIONS: tuple[type[exp.Expr], ...] = (
@@ -56,11 +56,13 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?([ T]\d{2}:\d{2}(:\d{2})?)?")
 YEARS = (1000, 2999)
 
 
-def holds(kind: str, hint: ColumnHint | None, name: str) -> str:
-    """What a column holds, for the date rules: "timestamp", "iso text", "years", "month
-    names", "numbers", "text" or "other"."""
+def holds(kind: str, hint: ColumnHint | None, name: str, description: str = "") -> str:
+    """What a column holds, for the date rules: "timestamp", "iso text", "unix seconds",
+    "years", "month names", "numbers", "text" or "other"."""
     if kind == "timestamp":
         return "timestamp"
+    if hint is not None and unix_seconds(name, description, hint):
+        return "unix seconds"
     values = [str(v).strip().lower() for v in (hint.values if hint else [])]
     if kind == "text":
         if values and all(v in MONTHS for v in values):
@@ -81,6 +83,8 @@ def _example(held: str, name: str, hint: ColumnHint | None) -> str:
     if held == "years":
         year = hint.high if hint and hint.high is not None else 2024
         return f"{name} = {year}, {name} BETWEEN {year} - 4 AND {year}"
+    if held == "unix seconds":
+        return f"strftime('%Y-%m', to_timestamp({name}))"
     if held == "month names":
         stored = hint.values[0] if hint and hint.values else "March"
         return f"{name} = '{stored}'"
@@ -93,6 +97,10 @@ def _arguments(node: exp.Expr) -> Iterable[exp.Expr]:
         values = node.expressions[1:] if name == "strftime" else node.expressions
         return values
     return [v for v in node.iter_expressions() if not isinstance(v, exp.Literal | exp.Var)]
+
+
+def _advice(held: str) -> str:
+    return "make it a timestamp with to_timestamp()" if held == "unix seconds" else "compare it as stored"
 
 
 def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[SubError]:
@@ -110,7 +118,7 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
                 continue
             info, name = resolved[id(column)]
             hint = info.hints.get(name)
-            held = holds(info.columns.get(name, ""), hint, name)
+            held = holds(info.columns.get(name, ""), hint, name, info.column_descriptions.get(name, ""))
             if held in ("timestamp", "iso text", "other"):
                 continue
             function = node.name.lower() if isinstance(node, exp.Anonymous) else node.key.upper()
@@ -119,7 +127,7 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
                 SubError(
                     "not_a_date",
                     f"{info.name}.{name} holds {held} ({info.columns.get(name)}), not dates: {function}() "
-                    f"cannot take it; compare it as stored, for example {_example(held, name, hint)}",
+                    f"cannot take it; {_advice(held)}, for example {_example(held, name, hint)}",
                 ),
             )
     return list(problems.values())
