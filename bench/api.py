@@ -6,10 +6,13 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
     .venv/bin/python -m bench.api                  # 10 s per round, 2 rounds each, alternating
     .venv/bin/python -m bench.api --seconds 5 --clients 50 --port 18400
     .venv/bin/python -m bench.api --observability all   # also: Datawell with metrics and traces on
+    .venv/bin/python -m bench.api --observability all --pace 400   # every server at 400 requests/s
 
 With `--observability metrics` a third server runs beside them: Datawell with its metrics on
 (`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
-pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it). The plain one runs with
+pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it; `OTEL_TRACES_SAMPLER_ARG`
+from the environment sets the share traced); with `none` a second plain one, whose "overhead"
+is the noise between two processes of one configuration. The plain one runs with
 `DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead, and
 so is the ratio of the two servers' CPU time per request (read from /proc, which the machine's
 other work moves far less than the rates).
@@ -113,7 +116,7 @@ def seed_minimal(database: Path, token: str) -> None:
 def datawell_env(folder: Path, observability: str | None = None, sink: int = 0) -> dict[str, str]:
     """The server's environment: metrics and traces off; or metrics on, and with `all` every
     request traced to the sink listening on port `sink`."""
-    switches = {"DATAWELL_METRICS": "open" if observability else "off"}
+    switches = {"DATAWELL_METRICS": "open" if observability in ("metrics", "all") else "off"}
     if observability == "all":
         switches["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{sink}"
     return {
@@ -182,10 +185,16 @@ def start(command: list[str], env: dict[str, str], port: int) -> subprocess.Pope
     raise SystemExit(f"the server on port {port} did not start")
 
 
-# The load: `clients` loops, each sending its next request as soon as the last one answered.
+# The load: `clients` loops, each sending its next request as soon as the last one answered,
+# or, with `pace` (requests per second, all clients together), at its next slot: the servers
+# then answer the same rate, so their CPU time per request compares whatever each could
+# have answered (a server answering fewer requests a second spends more CPU on each: its
+# event loop wakes up for fewer of them at a time).
 
 
-async def load(url: str, token: str, clients: int, seconds: float) -> tuple[float, list[float], int]:
+async def load(
+    url: str, token: str, clients: int, seconds: float, pace: float | None = None
+) -> tuple[float, list[float], int]:
     headers = {"Authorization": f"Bearer {token}"}
     latencies: list[float] = []
     errors = 0
@@ -194,11 +203,16 @@ async def load(url: str, token: str, clients: int, seconds: float) -> tuple[floa
         async with http.get(url) as first:
             assert first.status == 200, await first.text()
             assert len((await first.json())["data"]) == DATASETS
-        end = time.monotonic() + seconds
+        started = time.monotonic()
+        end = started + seconds
 
-        async def client() -> None:
+        async def client(index: int) -> None:
             nonlocal errors
+            slot = started + (index / pace if pace else 0.0)
             while time.monotonic() < end:
+                if pace:
+                    await asyncio.sleep(max(0.0, slot - time.monotonic()))
+                    slot += clients / pace
                 began = time.perf_counter()
                 async with http.get(url) as response:
                     await response.read()
@@ -206,8 +220,7 @@ async def load(url: str, token: str, clients: int, seconds: float) -> tuple[floa
                         errors += 1
                 latencies.append(time.perf_counter() - began)
 
-        started = time.monotonic()
-        await asyncio.gather(*(client() for _ in range(clients)))
+        await asyncio.gather(*(client(index) for index in range(clients)))
         elapsed = time.monotonic() - started
     return len(latencies) / elapsed, latencies, errors
 
@@ -283,19 +296,21 @@ async def bench(args: argparse.Namespace) -> None:
             pids[f"datawell+{args.observability}"] = processes[-1].pid
         rates: dict[str, list[float]] = {name: [] for name in targets}
         cpus: dict[str, list[float]] = {name: [] for name in targets}
-        print(f"{args.clients} clients, {args.seconds:g} s per round, load average before: {load_average()}")
+        paced = f", paced at {args.pace:g} requests/s" if args.pace else ""
+        print(f"{args.clients} clients{paced}, {args.seconds:g} s per round, load average before: {load_average()}")
         for round_number in range(1, args.rounds + 1):
             for name, url in targets.items():
                 used = cpu_seconds(pids[name])
-                rate, latencies, errors = await load(url, token, args.clients, args.seconds)
+                rate, latencies, errors = await load(url, token, args.clients, args.seconds, args.pace)
                 cpus[name].append((cpu_seconds(pids[name]) - used) / (len(latencies) + 1))
                 rates[name].append(rate)
                 print(f"round {round_number}  " + summary(name, rate, latencies, errors, cpus[name][-1]))
         datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in ("datawell", "minimal"))
         print(f"minimal / datawell: {minimal_rate / datawell_rate:.2f}x   (load average after: {load_average()})")
-        if args.observability:
+        if args.observability and not args.pace:  # paced, the rates are the pace: read the CPU
             observed = statistics.median(rates[f"datawell+{args.observability}"])
             print(f"observability overhead: {100 * (datawell_rate / observed - 1):+.1f}% time per request")
+        if args.observability:
             plain_cpu, observed_cpu = (
                 statistics.median(cpus[n]) for n in ("datawell", f"datawell+{args.observability}")
             )
@@ -312,14 +327,18 @@ def main() -> None:
     parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal", "sink"])
     parser.add_argument(
         "--observability",
-        choices=["metrics", "all"],
-        help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all)",
+        choices=["none", "metrics", "all"],
+        help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all), "
+        "or a second plain one (none: the noise between two processes of the same configuration)",
     )
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--db", type=Path)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--pace", type=float, help="requests per second, all clients together (default: as fast as answered)"
+    )
     args = parser.parse_args()
     if args.role == "minimal":
         import uvicorn

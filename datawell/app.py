@@ -43,7 +43,7 @@ from datawell.llm.embeddings import MiniLMEmbedder, StaticMiniLMEmbedder
 from datawell.llm.litellm_models import LiteLLMChatModels
 from datawell.mcp.server import McpServer
 from datawell.observability import tracing
-from datawell.observability.http import RequestMetrics, RequestSpan
+from datawell.observability.http import RequestObserver
 from datawell.runs import Runs
 from datawell.services import API_PREFIX, PART_PATH, Overrides, Services, build_services
 
@@ -116,21 +116,25 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        # RequestMetrics innermost: it reads the route the router leaves in the scope, and
-        # ConsoleCookies hands on a copy of the scope.
-        middleware=(
-            # Outermost: the request's span is current in every middleware and handler below.
-            [Middleware(RequestSpan, tracer=tracing.tracer(tracer_provider))] if traced else []
-        )
-        + [
-            Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
+        # RequestObserver inside ConsoleCookies, which hands on a copy of the scope: it reads the
+        # route the router leaves in the scope. Outside BodyLimit: its span covers the body's
+        # read and a refusal is counted.
+        middleware=[
             Middleware(ConsoleCookies, api_prefix=API_PREFIX),
-        ]
-        + (
-            [Middleware(RequestMetrics, counted=settings.metrics != "off")]
-            if settings.metrics != "off" or traced
-            else []
-        ),
+            *(
+                [
+                    Middleware(
+                        RequestObserver,
+                        tracer=tracing.tracer(tracer_provider) if traced else None,
+                        ratio=settings.otel_traces_sampler_arg,
+                        counted=settings.metrics != "off",
+                    )
+                ]
+                if settings.metrics != "off" or traced
+                else []
+            ),
+            Middleware(BodyLimit, max_bytes=settings.max_request_bytes, streamed=(API_PREFIX + PART_PATH,)),
+        ],
     )
     mounted = [(API_PREFIX, r.operations) for r in API_ROUTERS] + [("", system.router.operations)]
     openapi = build_openapi(mounted, settings.auth_url)

@@ -15,15 +15,17 @@ from datawell.llm.models import ChatModels
 from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
+from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
 from datawell.storage.moves import move_row_tables
-from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore
+from datawell.storage.objects import LocalObjectStore, ObjectStore
 from datawell.storage.rows import RowStore
+from datawell.storage.s3 import S3ObjectStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
 from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
-from datawell.tools.ql import QueryTools
+from datawell.tools.ql import Queries, QueryTools
 
 API_PREFIX = "/api/v1"  # where the app mounts the REST API
 PART_PATH = "/upload/parts"  # under API_PREFIX: where the local object store's part URLs point
@@ -41,6 +43,9 @@ class Services:
     prompts: PromptLibrary
     objects: ObjectStore
     query_tools: QueryTools
+    # What the graphs and verified examples ask of the query tools: `query_tools` itself,
+    # unless an override hands them others (`Overrides.queries`).
+    queries: Queries
     memory: ConversationMemory  # the assistant's conversations (LangGraph checkpointer)
     examples: VerifiedExamples  # verified question -> query pairs, checked as each caller
     scheduler: ModelScheduler  # every model call of the process waits here for a slot
@@ -63,7 +68,7 @@ class Overrides:
     models: ChatModels | None = None
     embedder: Embedder | None = None
     prompts: PromptLibrary | None = None
-    query_tools: QueryTools | None = None
+    queries: Queries | None = None  # what the graphs and verified examples query through
 
 
 def part_signing_key(secret: str) -> bytes:
@@ -101,6 +106,7 @@ def default_models(settings: Settings) -> ChatModels:
 
 async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
     overrides = overrides or Overrides()
+    return_freed_arrow_memory()  # ingestions and exports: freed Arrow buffers go back at once
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     await db.migrate()
@@ -112,23 +118,22 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     vectors = VectorStore(
         embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
     )
-    query_tools = overrides.query_tools
-    if query_tools is None:
-        query_tools = QueryTools(
-            db,
-            rows,
-            vectors,
-            embedder,
-            row_cap=settings.query_row_cap,
-            time_limit_seconds=settings.query_time_limit_seconds,
-            max_row_bytes=settings.query_max_row_bytes,
-            max_result_bytes=settings.query_max_result_bytes,
-            work_mem_mb=settings.query_work_mem_mb,
-            temp_file_mb=settings.query_temp_file_mb,
-            concurrency=settings.query_concurrency,
-            caps=Caps(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic),
-        )
-        await query_tools.start()
+    query_tools = QueryTools(
+        db,
+        rows,
+        vectors,
+        embedder,
+        row_cap=settings.query_row_cap,
+        time_limit_seconds=settings.query_time_limit_seconds,
+        max_row_bytes=settings.query_max_row_bytes,
+        max_result_bytes=settings.query_max_result_bytes,
+        work_mem_mb=settings.query_work_mem_mb,
+        temp_file_mb=settings.query_temp_file_mb,
+        concurrency=settings.query_concurrency,
+        caps=Caps(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic),
+    )
+    await query_tools.start()
+    queries = overrides.queries or query_tools
     return Services(
         settings=settings,
         db=db,
@@ -140,8 +145,9 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         prompts=overrides.prompts or PromptLibrary(),
         objects=build_object_store(settings, secret),
         query_tools=query_tools,
+        queries=queries,
         memory=ConversationMemory(settings.resolved_database_url, settings.data_dir),
-        examples=VerifiedExamples(db, query_tools, settings.query_few_shot_checks),
+        examples=VerifiedExamples(db, queries, settings.query_few_shot_checks),
         scheduler=build_scheduler(settings),
     )
 

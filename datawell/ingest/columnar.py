@@ -71,7 +71,9 @@ class ArrowCsv:
             quoted_strings_can_be_null=False,
         )
         limit = table.limits.field_chars
-        with table.path.open("rb") as raw:
+        # An Arrow file, not Python's: the reader reads up to 32 blocks ahead, and through a
+        # Python file each block is a bytes object that glibc keeps after it is freed.
+        with pa.OSFile(str(table.path)) as raw:
             try:
                 reader = pcsv.open_csv(raw, read_options=read, parse_options=parse, convert_options=convert)
 

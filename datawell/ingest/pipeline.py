@@ -3,7 +3,7 @@
 download -> detect the format -> structure (tabular: map columns to fields; documents:
 extract records per chunk with the model, spooled to a local file) -> column types (inferred
 at the dataset's first ingestion, else the dataset's) -> stage -> coerce and write in
-batches -> publish -> embed the published rows (`embedding`).
+batches (`staging`) -> publish -> embed the published rows (`embedding`).
 
 Delimited, Parquet and JSON Lines files take the columnar path (`columnar`: parsed once by
 pyarrow, typed by Arrow kernels, written in bulk); other formats, and any file the columnar path cannot vouch for,
@@ -19,52 +19,33 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from datawell.errors import IngestionFailed, NotFound
 from datawell.ingest import values
 from datawell.ingest.batches import Limits, sample_rows
-from datawell.ingest.columnar import (
-    COLUMNAR_BATCH_ROWS,
-    FIRST_BATCH_ROWS,
-    Ahead,
-    Columnar,
-    Fallback,
-    Positioned,
-    columnar,
-    first_small,
-    spooled,
-    typed,
-    typed_ahead,
-)
+from datawell.ingest.columnar import columnar
 from datawell.ingest.documents import chunks
 from datawell.ingest.embedding import RowEmbedding
 from datawell.ingest.extraction import extract, records_model
-from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.formats import TABULAR, Format, detect_format
 from datawell.ingest.limits import FileLimits, check_archive
 from datawell.ingest.mapping import map_columns
-from datawell.ingest.records import Records, SpooledRecords, TableRecords, observing, prepare, pull
+from datawell.ingest.records import Records, SpooledRecords, TableRecords, pull
+from datawell.ingest.staging import Staging, Structured, Tracker
 from datawell.ingest.tabular import open_table
 from datawell.ingest.values import ReadRecords
 from datawell.scheduler import Priority
 from datawell.services import Services
 from datawell.storage import hints
-from datawell.storage.datasets import settle_field_types
-from datawell.storage.rows import StageWriter, dataset_columns
 from datawell.storage.tables import Dataset, Ingestion, utcnow
 from datawell.storage.vectors import ROWS
 
 SAMPLE_ROWS = 5  # rows shown to the model for the column mapping
-# From this size a stage goes to the SQLite writer process when one has been started: its
-# ADBC inserts take half the time of `executemany` and none of this process's core, and below
-# it the batches are too few to gain the time it takes to send them.
-WARM_PROCESS_BYTES = 1024 * 1024
 EMBEDDING_FAILED = (
     "embedding the rows for semantic() failed (logged): the rows are queryable, semantic() finds only part of them"
 )
@@ -74,7 +55,6 @@ EMBEDDING_FAILED = (
 PROGRESS_KEYS = ("published", "rowEmbeddings")
 
 log = logging.getLogger(__name__)
-B = TypeVar("B", Positioned, Ahead)  # what a write reads: a typed batch (None: none) first
 
 
 class AttemptStopped(Exception):
@@ -82,28 +62,11 @@ class AttemptStopped(Exception):
     expired, or it was cancelled."""
 
 
-class Tracker(Protocol):
-    """How the pipeline reports to the attempt's record; each call renews the worker's lease
-    and raises AttemptStopped when the attempt is no longer the worker's."""
-
-    async def progress(self, processed_bytes: int, processed_rows: int, message: str | None = None) -> None: ...
-
-    async def record_mapping(self, mapping: dict[str, Any]) -> None: ...
-
-
 @dataclass(frozen=True)
 class Outcome:
     rows: int
     message: str
     mapping: dict[str, Any] | None = None  # the attempt's mapping as it ends (None: as recorded)
-
-
-@dataclass
-class Structured:
-    records: Records
-    strict: bool  # a value that does not fit its type fails the attempt (else it is left empty)
-    summary: str
-    columnar: Columnar | None = None  # the same file for the columnar path, when it can take it
 
 
 class Ingest:
@@ -129,9 +92,7 @@ class Ingest:
         self.model_slot = partial(services.scheduler.slot, f"ingest:{attempt.created_by}", Priority.BACKGROUND)
         self.file_limits = FileLimits.of(settings)
         self.mapping: dict[str, Any] = dict(attempt.mapping or {})
-        # What the batches of the current write tell of the rows (restarted with each write),
-        # and the hints they give when the published table holds exactly those rows.
-        self.observed = hints.BatchHints(services.rows.dialect)
+        # The hints the written batches give when the published table holds exactly those rows.
         self.fresh_hints: tuple[hints.TableHints, datetime] | None = None
 
     async def run(self) -> Outcome:
@@ -181,13 +142,14 @@ class Ingest:
         else:
             structured = await self.structure_document(source, fmt)
         await self.services.vectors.delete(ROWS, self.dataset.id, ingestion_id=self.attempt.id)
-        written, emptied = await self.write(structured)
+        staging = self.staging()
+        written, emptied = await self.write(staging, structured)
         await self.tracker.progress(self.total_bytes, written, "publishing the rows")
         published = await self.services.rows.publish(self.dataset, self.attempt.id, source=self.attempt.name)
         if published.renamed:  # the table holds exactly the rows written: no pass over it
             # Of the rows as published: a change after that refreshes the hints after this.
             published_at = utcnow()
-            found = await hints.observed(self.services.rows, self.dataset, self.observed)
+            found = await hints.observed(self.services.rows, self.dataset, staging.observed)
             self.fresh_hints = None if found is None else (found, published_at)
         count = published.rows
         message = f"ingested {count} {'row' if count == 1 else 'rows'} from {self.attempt.name}: "
@@ -270,138 +232,23 @@ class Ingest:
         records_read = await self.read_values(records_read) or records_read
         return Structured(records_read, strict=False, summary=summary)
 
-    async def column_types(self, records: Records) -> dict[str, str]:
-        """The dataset's types; at its first ingestion, inferred from this file and stored
-        before staging (the row table is created from them)."""
-        if self.dataset.field_types:
-            return dataset_columns(self.dataset)
-        await self.tracker.progress(0, 0, INFERRING)
-        inference = TypeInference(self.dataset.schema_definition)
-        async for _position in pull(observing(records, inference, self.batch_rows)):
-            pass
-        return await self.settle(inference)
+    def staging(self) -> Staging:
+        settings = self.services.settings
+        return Staging(
+            self.services.rows,
+            self.services.db,
+            self.dataset,
+            self.attempt.id,
+            self.tracker,
+            self.workdir,
+            self.total_bytes,
+            self.batch_rows,
+            settings.ingest_bulk_process_bytes,
+        )
 
-    async def settle(self, inference: TypeInference) -> dict[str, str]:
-        async with self.services.db.session() as session:
-            types = await settle_field_types(session, self.dataset.id, inference.result())
-        self.dataset.field_types = types
-        return dataset_columns(self.dataset)
-
-    async def write_columnar(self, arrow: Columnar) -> int:
-        """Parse, type and write the file the columnar way; raises Fallback when it cannot."""
-        batches = first_small(arrow.batches(min(self.batch_rows, COLUMNAR_BATCH_ROWS)), FIRST_BATCH_ROWS)
-        if self.dataset.field_types:
-            return await self.write_typed(typed(batches, dataset_columns(self.dataset)))
-        # A first ingestion: rows are written on the types the first batch suggests while the
-        # whole file's types are inferred, and written again from the spool if they differ.
-        spool = self.workdir / "columns.arrows"
-        inference = TypeInference(self.dataset.schema_definition)
-        ahead = await self.write_ahead(typed_ahead(batches, inference, spool))
-        types = await self.settle(inference)
-        if ahead is not None and ahead[1] == types:
-            return ahead[0]
-        return await self.write_typed(typed(spooled(spool, self.total_bytes), types))
-
-    def bulk_writer(self) -> StageWriter:
-        """A file of `ingest_bulk_process_bytes` is worth starting a writer process for; one
-        of `WARM_PROCESS_BYTES` is worth the writer process already started (`prepare_writer`)."""
-        rows = self.services.rows
-        large = self.total_bytes >= self.services.settings.ingest_bulk_process_bytes
-        large = large or (self.total_bytes >= WARM_PROCESS_BYTES and rows.writer_ready())
-        return rows.writer(self.attempt.id, large=large)
-
-    async def write_typed(self, batches: Iterator[Positioned]) -> int:
-        writer = self.bulk_writer()
-        opening = asyncio.ensure_future(writer.open())  # while the stage is made
-        try:
-            await self.services.rows.stage(self.dataset, self.attempt.id)
-            await opening
-            return await self.write_batches(writer, batches)
-        finally:
-            await asyncio.wait([opening])
-            await writer.close()
-
-    async def write_ahead(self, batches: Iterator[Ahead]) -> tuple[int, dict[str, str]] | None:
-        """Stage the batches typed on the guess; (rows written, the guess) if it held to the
-        end, else None (the rest of the file was only read, for its types)."""
-        writer = self.bulk_writer()
-        opening = asyncio.ensure_future(writer.open())  # while the first batch is parsed
-        written, staged_as = 0, None
-        try:
-            async for batch, position, guess in pull(self.observing(batches)):
-                message = INFERRING if batch is None else "writing rows"
-                await self.tracker.progress(min(position, self.total_bytes), max(written, 0), message)
-                if batch is None:
-                    if staged_as is not None:  # stop writing, and let the writer go
-                        staged_as = None
-                        await writer.close()
-                    written = -1
-                    continue
-                if staged_as is None:
-                    await self.services.rows.stage(self.dataset, self.attempt.id, guess)
-                    await opening
-                    staged_as = guess
-                await writer.append(batch)
-                written += batch.num_rows
-        finally:
-            await asyncio.wait([opening])
-            await writer.close()
-        return None if written < 0 or staged_as is None else (written, staged_as)
-
-    async def write_batches(self, writer: StageWriter, batches: Iterator[Positioned]) -> int:
-        written = 0
-        async for batch, position in pull(self.observing(batches)):
-            # Checked before the write: a worker that lost the attempt never writes into the
-            # stage its successor has taken over.
-            await self.tracker.progress(min(position, self.total_bytes), written, "writing rows")
-            await writer.append(batch)
-            written += batch.num_rows
-        return written
-
-    def observing(self, batches: Iterator[B]) -> Iterator[B]:
-        """The batches of a write, observed for the hints afresh: a write starts from an empty
-        stage, so the hints see exactly the batches staged."""
-        self.observed = hints.BatchHints(self.services.rows.dialect)
-        return observe(batches, self.observed)
-
-    async def write(self, structured: Structured) -> tuple[int, int]:
+    async def write(self, staging: Staging, structured: Structured) -> tuple[int, int]:
         """Stage every row; (rows written, values left empty)."""
-        if structured.columnar is not None:
-            try:
-                return await self.write_columnar(structured.columnar), 0
-            except Fallback:
-                pass  # read again row by row, from a fresh stage
-        types = await self.column_types(structured.records)
-        await self.services.rows.stage(self.dataset, self.attempt.id)
-        return await self.write_rows(structured, types)
-
-    async def write_rows(self, structured: Structured, types: dict[str, str]) -> tuple[int, int]:
-        emptied = 0
-
-        def batches() -> Iterator[Positioned]:
-            nonlocal emptied
-            for prepared in prepare(structured.records, types, self.batch_rows, strict=structured.strict):
-                emptied += prepared.emptied
-                yield prepared.batch, prepared.position
-
-        writer = self.services.rows.writer(self.attempt.id)
-        try:
-            written = await self.write_batches(writer, batches())
-        finally:
-            await writer.close()
-        return written, emptied
-
-
-INFERRING = "reading the file to infer column types (first ingestion of this dataset)"
-
-
-def observe(items: Iterator[B], into: hints.BatchHints) -> Iterator[B]:
-    """The items, each batch observed as it is produced: in the thread that produces it
-    (`pull`), while the batch before it is written."""
-    for item in items:
-        if item[0] is not None:
-            into.observe(item[0])
-        yield item
+        return await staging.write(structured)
 
 
 async def discard(services: Services, dataset: Dataset, ingestion_id: str, *, published: bool = False) -> None:

@@ -1,20 +1,24 @@
-"""Every HTTP request: its span while traces are on (`RequestSpan`) and its metrics by route
-template (`RequestMetrics`; never the raw path, whose ids would make a series per request).
+"""Every HTTP request: its span while traces are on and its metrics by route template (never
+the raw path, whose ids would make a series per request), both kept by one middleware,
+`RequestObserver`.
 
 The span is ours, not the OpenTelemetry ASGI middleware's, whose per-request work cost 70-120
-µs of CPU whether the request was sampled or not; ours costs about 40 µs for a span that is
-recorded and 15 µs for one the sampler drops (docs/decisions.md, issue 30)."""
+µs of CPU whether the request was sampled or not. A request the sampler drops costs a few µs
+here, one that is recorded the SDK's span and its export (docs/decisions.md, issue 30)."""
 
 from __future__ import annotations
 
 import time
 
 from opentelemetry import context, propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from datawell.observability import metrics
+from datawell.observability import metrics, tracing
 from datawell.observability.tracing import ERROR_TYPE
 
 # HTTP server span attributes, stable semantic conventions (opentelemetry-semantic-conventions
@@ -28,6 +32,10 @@ URL_SCHEME = "url.scheme"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 NETWORK_PROTOCOL_VERSION = "network.protocol.version"
+# A dropped request's span: random ids, flagged random (W3C level 2) and not sampled, as the
+# SDK's own non-recording spans are.
+IDS = RandomIdGenerator()
+DROPPED = TraceFlags(TraceFlags.RANDOM_TRACE_ID)
 KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
 
 Headers = list[tuple[bytes, bytes]]
@@ -47,20 +55,28 @@ class HeaderGetter(Getter[Headers]):
 HEADERS = HeaderGetter()
 
 
-class RequestSpan:
-    """ASGI middleware, outermost: a SERVER span per HTTP request, current for everything
-    below it (the other middleware, the handler, the run it starts, the log lines), continuing
-    the caller's trace when the request carries `traceparent` (the global propagator: W3C
-    Trace Context and baggage unless `OTEL_PROPAGATORS` says otherwise). The response names
-    the span in its own `traceparent` header, so a client can find its trace.
+class RequestObserver:
+    """ASGI middleware: per HTTP request, its metrics (`counted`) and, with a `tracer`, its
+    SERVER span, current for everything below it (the handler, the run it starts, the log
+    lines). It sits inside `ConsoleCookies`, which hands on a copy of the scope, and outside
+    everything else, so that the route Starlette's router leaves in the scope
+    (`scope["route"]`, whose path is the template) is in the scope it holds.
 
-    The span starts named by the method alone: the route is known only once the router has
-    chosen it, inside `ConsoleCookies`' copy of the scope, so the innermost middleware
-    (`RequestMetrics`) renames it (`name_request_span`)."""
+    The span continues the caller's trace when the request carries `traceparent` (the global
+    propagator: W3C Trace Context and baggage unless `OTEL_PROPAGATORS` says otherwise), and
+    the response names it in its own `traceparent` header, so a client can find its trace. A
+    request that starts a trace is sampled here, by its trace id at `ratio` (what the
+    provider's `TraceIdRatioBased` decides on the same id, which `tracing.DrawnIds` hands
+    it): a dropped one gets a non-recording span made here, without the SDK, since at a low
+    ratio that is nearly every request. A caller's trace is the SDK's parent-based sampler's
+    to follow. The span starts named by the method and is renamed by the route template once
+    the router has chosen it; a request no route matched keeps the method."""
 
-    def __init__(self, app: ASGIApp, tracer: Tracer) -> None:
+    def __init__(self, app: ASGIApp, tracer: Tracer | None = None, ratio: float = 1.0, counted: bool = True) -> None:
         self.app = app
         self.tracer = tracer
+        self.bound = TraceIdRatioBased.get_bound_for_rate(ratio)
+        self.counted = counted  # False: metrics are off
         # The headers the propagator reads: a request with none of them (most) skips it.
         self.propagated = frozenset(name.lower().encode("latin-1") for name in propagate.get_global_textmap().fields)
 
@@ -68,43 +84,79 @@ class RequestSpan:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = scope["headers"]
-        propagated = any(name in self.propagated for name, _ in headers)
-        parent = propagate.extract(headers, getter=HEADERS) if propagated else None
-        method = scope["method"]
-        span = self.tracer.start_span(method if method in KNOWN_METHODS else "HTTP", parent, SpanKind.SERVER)
-        recording = span.is_recording()
-        if recording:  # a request that is not sampled builds no attributes
-            span.set_attributes(request_attributes(scope))
-        span_context = span.get_span_context()
-        header = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{span_context.trace_flags:02x}"
-        traceparent = (b"traceparent", header.encode())
+        started = time.perf_counter()
+        span: Span | None = None
+        traceparent: tuple[bytes, bytes] | None = None
+        token = None
+        if self.tracer is not None:
+            headers = scope["headers"]
+            parent = None if self.propagated.isdisjoint(dict(headers)) else propagate.extract(headers, getter=HEADERS)
+            span, traceparent = self.start(self.tracer, scope, parent)
+            token = context.attach(trace.set_span_in_context(span, parent))
+            if span.is_recording():
+                span.set_attributes(request_attributes(scope))
+            else:  # nothing more to do for it but the header
+                span = None
         status = 0
 
         async def sending(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", []), traceparent]
+                if traceparent is not None:
+                    message["headers"] = [*message.get("headers", []), traceparent]
             await send(message)
 
-        token = context.attach(trace.set_span_in_context(span, parent))
         try:
             await self.app(scope, receive, sending)
         except Exception as error:
-            if recording:
+            if span is not None:
                 span.record_exception(error)
                 span.set_attribute(ERROR_TYPE, type(error).__qualname__)
                 span.set_status(Status(StatusCode.ERROR, str(error)))
             raise
         finally:
-            context.detach(token)
-            if recording and status:
-                span.set_attribute(HTTP_RESPONSE_STATUS_CODE, status)
-                if status >= 500:
-                    span.set_attribute(ERROR_TYPE, str(status))
-                    span.set_status(StatusCode.ERROR)
-            span.end()
+            if token is not None:
+                context.detach(token)
+            route = getattr(scope.get("route"), "path", None)
+            if span is not None:
+                ended(span, scope["method"], route, status)
+            if self.counted:  # no response started: the server answers 500
+                seconds = time.perf_counter() - started
+                metrics.http_request(route or metrics.UNMATCHED_ROUTE, scope["method"], status or 500, seconds)
+
+    def start(self, tracer: Tracer, scope: Scope, parent: Context | None) -> tuple[Span, tuple[bytes, bytes]]:
+        """The request's span and the `traceparent` header that names it."""
+        trace_id = 0
+        if parent is None or not trace.get_current_span(parent).get_span_context().is_valid:
+            trace_id = IDS.generate_trace_id()
+            if trace_id & TraceIdRatioBased.TRACE_ID_LIMIT >= self.bound:
+                span_id = IDS.generate_span_id()
+                header = b"00-%032x-%016x-%02x" % (trace_id, span_id, DROPPED)
+                return NonRecordingSpan(SpanContext(trace_id, span_id, False, DROPPED)), (b"traceparent", header)
+        method = scope["method"]
+        drawn = tracing.DRAWN_TRACE_ID.set(trace_id)
+        try:
+            span = tracer.start_span(method if method in KNOWN_METHODS else "HTTP", parent, SpanKind.SERVER)
+        finally:
+            tracing.DRAWN_TRACE_ID.reset(drawn)
+        found = span.get_span_context()
+        header = b"00-%032x-%016x-%02x" % (found.trace_id, found.span_id, found.trace_flags)
+        return span, (b"traceparent", header)
+
+
+def ended(span: Span, method: str, route: str | None, status: int) -> None:
+    """A recorded request span, named by its route template (`GET /api/v1/runs/{runId}`) and
+    ERROR on a 5xx, ends."""
+    if route is not None:
+        span.update_name(f"{method} {route}")
+        span.set_attribute(HTTP_ROUTE, route)
+    if status:
+        span.set_attribute(HTTP_RESPONSE_STATUS_CODE, status)
+        if status >= 500:
+            span.set_attribute(ERROR_TYPE, str(status))
+            span.set_status(StatusCode.ERROR)
+    span.end()
 
 
 def request_attributes(scope: Scope) -> dict[str, str | int]:
@@ -123,50 +175,3 @@ def request_attributes(scope: Scope) -> dict[str, str | int]:
     if "http_version" in scope:
         found[NETWORK_PROTOCOL_VERSION] = scope["http_version"]
     return found
-
-
-def name_request_span(scope: Scope) -> None:
-    """Name the current request span by its route template (`GET /api/v1/runs/{runId}`), once
-    the router has left the route in the scope; a request no route matched keeps the method."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        path = getattr(scope.get("route"), "path", None)
-        if path is not None:
-            span.update_name(f"{scope['method']} {path}")
-            span.set_attribute(HTTP_ROUTE, path)
-
-
-class RequestMetrics:
-    """ASGI middleware, inside any that copies the scope: Starlette's router leaves the route
-    it chose in the scope (`scope["route"]`), whose path is the template. It also names the
-    request's span by it (`name_request_span`)."""
-
-    def __init__(self, app: ASGIApp, counted: bool = True) -> None:
-        self.app = app
-        self.counted = counted  # False: metrics are off, only the span is named
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if not self.counted:
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                name_request_span(scope)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            name_request_span(scope)
-            route = getattr(scope.get("route"), "path", metrics.UNMATCHED_ROUTE)
-            metrics.http_request(route, scope["method"], status, time.perf_counter() - started)

@@ -8,12 +8,14 @@ process (the tests) each see their own; `tracer()` is a no-op tracer while trace
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import NoOpTracerProvider, Tracer
 
@@ -70,6 +72,30 @@ def pairs(text: str) -> dict[str, str]:
     return found
 
 
+# The trace id `RequestObserver` drew for the root span it is starting (0: none).
+DRAWN_TRACE_ID: ContextVar[int] = ContextVar("datawell_drawn_trace_id", default=0)
+
+
+class DrawnIds(RandomIdGenerator):
+    """Random ids, except the trace id already drawn for the root span being started
+    (`DRAWN_TRACE_ID`): `RequestObserver` draws a request's trace id to take the sampler's
+    decision before any span exists (a dropped request then costs no SDK span), and the span
+    it then asks for must carry that id, the one the decision was taken on."""
+
+    def generate_trace_id(self) -> int:
+        return DRAWN_TRACE_ID.get() or super().generate_trace_id()
+
+
+def new_provider(ratio: float, processor: SpanProcessor, resource: Resource | None = None) -> TracerProvider:
+    """A provider sampling new traces at `ratio` by trace id and following a caller's
+    decision (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`), with `DrawnIds`."""
+    provider = TracerProvider(
+        resource=resource or Resource.create(), sampler=ParentBased(TraceIdRatioBased(ratio)), id_generator=DrawnIds()
+    )
+    provider.add_span_processor(processor)
+    return provider
+
+
 def configure(settings: Settings, processor: SpanProcessor | None = None) -> trace.TracerProvider:
     """Set this process's provider from the settings; `processor` (tests: an in-memory
     exporter's) turns traces on whatever the settings say."""
@@ -79,12 +105,12 @@ def configure(settings: Settings, processor: SpanProcessor | None = None) -> tra
         return _provider
     attributes: dict[str, Any] = {**pairs(settings.otel_resource_attributes)}
     attributes.update({"service.name": settings.otel_service_name, "service.version": __version__})
-    provider = TracerProvider(
-        resource=Resource.create(attributes), sampler=ParentBased(TraceIdRatioBased(settings.otel_traces_sampler_arg))
+    _provider = new_provider(
+        settings.otel_traces_sampler_arg,
+        processor or BatchSpanProcessor(exporter_of(settings)),
+        Resource.create(attributes),
     )
-    provider.add_span_processor(processor or BatchSpanProcessor(exporter_of(settings)))
-    _provider = provider
-    return provider
+    return _provider
 
 
 def provider() -> trace.TracerProvider:

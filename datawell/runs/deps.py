@@ -26,11 +26,11 @@ def graph_config() -> RunnableConfig:
 def query_deps(services: Services) -> QueryDeps:
     s = services
     return QueryDeps(
-        tools=s.query_tools,
+        tools=s.queries,
         models=s.models,
         prompts=s.prompts,
         view=NamespaceView(
-            s.query_tools,
+            s.queries,
             pruner=SchemaPruner(
                 s.embedder,
                 PruneLimits(

@@ -37,17 +37,6 @@ COUNTER_DIGITS = 10  # hex digits of the row counter: 40 bits
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-def use_reused_memory() -> None:
-    """Arrow's allocations from jemalloc (else the C library's malloc), for this process. Its
-    default, mimalloc, took fresh huge pages from the kernel for the batches of every file,
-    each zeroed first: 0.1-0.2 s of system time in a 100,000-row ingestion (a third of it),
-    measured with perf; jemalloc reuses the pages it freed."""
-    try:
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
-    except NotImplementedError:  # a pyarrow built without it
-        pa.set_memory_pool(pa.system_memory_pool())
-
-
 def id_prefix() -> str:
     """The first 26 characters of every id of one attempt run: time, version, random bits."""
     millis = time.time_ns() // 1_000_000
@@ -70,6 +59,20 @@ def row_ids(prefix: str, first: int, count: int) -> pa.Array:
     data[:, len(head) :] = digits
     offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
     return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def return_freed_arrow_memory() -> None:
+    """Arrow's buffers from jemalloc with its decay at 0, so pages Arrow frees go back to the
+    system at once (process-wide: called as the service and the writer process start). The
+    default, mimalloc, keeps what a thread freed for that thread to reuse: the CSV reader's and
+    the writer's threads each held their own, and a 3,000,000-row ingestion kept ≈ 100 MB more
+    at its peak (issue 26, docs/decisions.md). A pyarrow built without jemalloc keeps its default."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return
+    pa.set_memory_pool(pool)
+    pa.jemalloc_set_decay_ms(0)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ from datawell.storage.bulk import (
     row_ids,
     sqlite_path,
     staged,
-    use_reused_memory,
 )
 from datawell.storage.db import create_engine
 from datawell.storage.tables import Dataset
@@ -135,10 +134,10 @@ class RowStore:
     """Reads and writes dataset rows in the rows database."""
 
     def __init__(self, url: str) -> None:
-        use_reused_memory()  # the batches of ingestions are parsed and typed in this process
         self.engine: AsyncEngine = create_engine(url)
         self.path = sqlite_path(url)  # a SQLite file: large stages may go to a writer process
         self.writer_process: WriterProcess | None = None  # started, free for the next large stage
+        self.large_writers = 0  # large stages being written (each by a writer process of its own)
         self.writer_retry_at = 0.0  # (monotonic) a writer process that failed to start is not restarted before
         self.checkpointing: asyncio.Task[None] | None = None
 
@@ -151,7 +150,11 @@ class RowStore:
             ended.stop()  # reap it
             if not ended.ready:  # it never started: not again before a minute has passed
                 self.writer_retry_at = time.monotonic() + WRITER_RETRY_SECONDS
-        if self.path is not None and self.writer_process is None and time.monotonic() >= self.writer_retry_at:
+        # None is started while a large stage is being written: its process is all that one needs,
+        # and a spare's 65 MB would count in that request's memory (issue 26); a second large
+        # stage at the same time starts its own.
+        idle = self.writer_process is None and not self.large_writers
+        if self.path is not None and idle and time.monotonic() >= self.writer_retry_at:
             self.writer_process = WriterProcess(self.path)
         return self.writer_process
 
@@ -381,15 +384,22 @@ class StageWriter:
         if not self.opened:
             url = self.store.engine.url.render_as_string(hide_password=False)
             child = self.store.take_writer_process() if self.large else None
+            self.opened = True
+            self.store.large_writers += self.large
             bulk = await asyncio.to_thread(open_writer, url, self.stage, large=self.large, child=child)
-            self.bulk, self.opened = bulk, True
+            self.bulk = bulk
 
     async def close(self) -> None:
-        if self.bulk is not None:
-            bulk, self.bulk = self.bulk, None
-            await asyncio.to_thread(bulk.close)
-            if isinstance(bulk, SqliteProcessWriter) and (child := bulk.free()) is not None:
-                self.store.free_writer_process(child)
+        try:
+            if self.bulk is not None:
+                bulk, self.bulk = self.bulk, None
+                await asyncio.to_thread(bulk.close)
+                if isinstance(bulk, SqliteProcessWriter) and (child := bulk.free()) is not None:
+                    self.store.free_writer_process(child)
+        finally:
+            if self.opened and self.large:
+                self.store.large_writers -= 1
+                self.large = False  # counted once, however often it is closed
 
 
 def arrow_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> pa.RecordBatch:

@@ -20,11 +20,11 @@ import adbc_driver_sqlite
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from datawell.storage.bulk import Stage, append, execute, staged, use_reused_memory
+from datawell.storage.bulk import Stage, append, execute, return_freed_arrow_memory, staged
 
 
 def main(path: str) -> None:
-    use_reused_memory()
+    return_freed_arrow_memory()
     with adbc_driver_sqlite.connect(path) as database, adbc.AdbcConnection(database) as connection:
         execute(connection, "PRAGMA busy_timeout=30000")  # autocommit: pragmas cannot change in a transaction
         # A staging table needs no durability before it is published (publishing commits

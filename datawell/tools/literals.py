@@ -29,7 +29,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.ql import QueryTools, Who
+from datawell.tools.ql import Queries, Who
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
 
@@ -50,7 +50,7 @@ class _Filter:
     table: TableInfo
 
 
-async def match_literals(tools: QueryTools, user: Who, namespace: NamespaceRef, query: str) -> Matched:
+async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, query: str) -> Matched:
     """`query` with its text literals matched to stored values (see the module)."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
@@ -124,9 +124,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-async def _lookup(
-    tools: QueryTools, user: Who, namespace: NamespaceRef, found: _Filter, literal: str
-) -> list[str] | None:
+async def _lookup(tools: Queries, user: Who, namespace: NamespaceRef, found: _Filter, literal: str) -> list[str] | None:
     """The stored values that contain the literal, ignoring case (at most LOOKUP_VALUES, the
     shortest first); None when the lookup cannot be asked or fails."""
     if "%" in literal or "_" in literal or not literal.strip():

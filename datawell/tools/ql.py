@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from datawell.observability.recorder import observe_query
 from datawell.storage.access import Caller, NamespaceRef
-from datawell.storage.datasets import list_datasets
+from datawell.storage.datasets import DatasetRef, list_datasets
 from datawell.storage.db import Database
 from datawell.storage.ingestions import embedding_incomplete
 from datawell.storage.links import active_links
@@ -77,12 +77,31 @@ class TextEmbedder(Protocol):
     async def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
+def pairs(resolver: TableResolver, tables: dict[TableRef, TableInfo]) -> list[tuple[DatasetRef, TableInfo]]:
+    """Each resolved dataset with its table as the query names it."""
+    by_id = {d.record.id: d for d in resolver.resolved}
+    return [(by_id[t.dataset_id], t) for t in {t.dataset_id: t for t in tables.values()}.values()]
+
+
+class Queries(Protocol):
+    """What the graphs and the verified examples ask of the query tools (`QueryTools`): the
+    narrow side a test replaces with scripted tables."""
+
+    async def catalog(self, who: Who, namespace: NamespaceRef) -> Catalog: ...
+
+    async def links(self, who: Who, namespace: NamespaceRef) -> list[LinkEnds]: ...
+
+    async def check(self, who: Who, namespace: NamespaceRef, query: str) -> str: ...
+
+    async def prepare(self, who: Who, namespace: NamespaceRef, query: str) -> CompiledQuery: ...
+
+    async def run(self, who: Who, namespace: NamespaceRef, query: str | CompiledQuery) -> QueryResult: ...
+
+
 class QueryTools:
     """Catalog, check and run, for one caller. Built from `Services`; raises `errors.QueryError`
     (a message plus sub_errors naming unknown tables/columns with close matches) for a query
     that is refused or fails, and `errors.Forbidden` for a namespace the caller may not read."""
-
-    _sandbox: Sandbox | None = None  # a class default, so test doubles that skip __init__ close too
 
     def __init__(
         self,
@@ -113,13 +132,7 @@ class QueryTools:
             time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb, temp_file_mb, concurrency
         )
         self.caps = caps
-
-    @property
-    def sandbox(self) -> Sandbox:
-        """Where queries run; opened on first use, since tests swap the row store after building."""
-        if self._sandbox is None:
-            self._sandbox = open_sandbox(self.rows.engine, self.limits)
-        return self._sandbox
+        self.sandbox: Sandbox = open_sandbox(rows.engine, self.limits)  # where queries run
 
     async def start(self) -> None:
         """Check at start that the store can build the second wall (PostgreSQL: roles)."""
@@ -128,9 +141,7 @@ class QueryTools:
             await start()
 
     async def close(self) -> None:
-        if self._sandbox is not None:
-            await self._sandbox.close()
-            self._sandbox = None
+        await self.sandbox.close()
 
     async def caller(self, who: Who) -> Caller:
         if isinstance(who, Caller):
@@ -182,6 +193,9 @@ class QueryTools:
             resolver = TableResolver(session, caller, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
             tables = await resolver.resolve(parsed.references)
+        # The checker's date rules read what each column holds (years, month names, Unix seconds).
+        described = {t.dataset_id: t for t in await with_contents(self.db, self.rows, pairs(resolver, tables))}
+        tables = {ref: described.get(info.dataset_id, info) for ref, info in tables.items()}
         return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
 
     async def resolve(self, who: Who, namespace: NamespaceRef, references: list[TableRef]) -> dict[TableRef, TableInfo]:

@@ -23,6 +23,7 @@ class TableResolver:
         self.caller = caller
         self.namespace = namespace
         self.datasets: dict[str, list[DatasetRef]] = {}
+        self.resolved: list[DatasetRef] = []  # the datasets `resolve` found, in order
 
     async def _datasets(self, namespace: NamespaceRef) -> list[DatasetRef]:
         if namespace.id not in self.datasets:
@@ -86,6 +87,7 @@ class TableResolver:
             d for d in datasets if d.name.lower() == ref.name.lower()
         ]
         if len(exact) == 1:
+            self.resolved.append(exact[0])
             name = (
                 exact[0].name
                 if namespace.id == self.namespace.id

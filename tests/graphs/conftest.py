@@ -33,9 +33,7 @@ def tools() -> FakeQueryTools:
 @pytest.fixture
 async def services(settings: Settings, chat_models: FixedChatModels, tools: FakeQueryTools) -> AsyncIterator[Services]:
     """The services a graph runs over, with the scripted model and fake query tools; no app."""
-    services = await build_services(
-        settings, Overrides(models=chat_models, embedder=HashingEmbedder(), query_tools=tools)
-    )
+    services = await build_services(settings, Overrides(models=chat_models, embedder=HashingEmbedder(), queries=tools))
     try:
         yield services
     finally:

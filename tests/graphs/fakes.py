@@ -1,4 +1,4 @@
-"""A fake QueryTools for graph tests: a small catalog, a checker that knows the tables and
+"""Fake query tools for graph tests (the graphs' `tools.ql.Queries`): a small catalog, a checker that knows the tables and
 columns (parsed with sqlglot, as the real one does), and canned rows per query. It records
 who ran what, so tests can prove whose access every query used."""
 
@@ -14,7 +14,7 @@ from datawell.errors import QueryError, SubError
 from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker import CompiledQuery
-from datawell.tools.ql import LinkEnds, QueryResult, QueryTools, Who
+from datawell.tools.ql import LinkEnds, QueryResult, Who
 
 
 class TextCatalog(Catalog):
@@ -50,7 +50,7 @@ class Call:
 
 
 @dataclass
-class FakeQueryTools(QueryTools):
+class FakeQueryTools:
     tables: list[TableInfo] = field(default_factory=list)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # query -> rows
     run_errors: dict[str, str] = field(default_factory=dict)  # query -> run-time error

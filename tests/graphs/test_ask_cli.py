@@ -32,7 +32,7 @@ def operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ScriptedC
     monkeypatch.setenv("DATAWELL_EMBEDDINGS_ENABLED", "false")
     monkeypatch.setenv("DATAWELL_JWT_SECRET", "test-secret-test-secret-test-secret")
     model, tools = ScriptedChatModel([]), FakeQueryTools()
-    overrides = Overrides(models=FixedChatModels(model), query_tools=tools)
+    overrides = Overrides(models=FixedChatModels(model), queries=tools)
 
     async def with_fakes(settings: Settings, _overrides: Overrides | None = None) -> Services:
         return await build_services(settings, overrides)

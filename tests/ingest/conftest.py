@@ -6,18 +6,18 @@ from typing import Any
 
 import pytest
 
-from datawell.ingest import pipeline
+from datawell.ingest import staging
 
 
 @pytest.fixture
 def row_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The attempts that took the row path."""
     taken: list[str] = []
-    write_rows = pipeline.Ingest.write_rows
+    write_rows = staging.Staging.write_rows
 
-    async def spy(self: pipeline.Ingest, *args: Any) -> Any:
-        taken.append(self.attempt.id)
+    async def spy(self: staging.Staging, *args: Any) -> Any:
+        taken.append(self.attempt_id)
         return await write_rows(self, *args)
 
-    monkeypatch.setattr(pipeline.Ingest, "write_rows", spy)
+    monkeypatch.setattr(staging.Staging, "write_rows", spy)
     return taken

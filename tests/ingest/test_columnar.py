@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datawell.ingest import columnar, pipeline
+from datawell.ingest import columnar, pipeline, staging
 from datawell.services import Services
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, dataset_ref, drain, rows_of, upload
@@ -159,13 +159,13 @@ async def test_types_that_change_after_the_first_batch_are_written_again_from_th
     duplicates."""
     services.settings.ingest_batch_rows = 2
     rewrites: list[str] = []
-    write_typed = pipeline.Ingest.write_typed
+    write_typed = staging.Staging.write_typed
 
-    async def spy(self: pipeline.Ingest, batches: Any) -> int:
-        rewrites.append(self.attempt.id)
+    async def spy(self: staging.Staging, batches: Any) -> int:
+        rewrites.append(self.attempt_id)
         return await write_typed(self, batches)
 
-    monkeypatch.setattr(pipeline.Ingest, "write_typed", spy)
+    monkeypatch.setattr(staging.Staging, "write_typed", spy)
     data = b"n,x,tag,label\n1,,1,a\n2,,2,b\n2.5,7,x,c\n4,8,3,d\n5,,4,e\n"
     await create_dataset(client, alice, "columnar", SCHEMA)
     await create_dataset(client, alice, "rows", SCHEMA)

@@ -1,7 +1,7 @@
-"""The request span (`RequestSpan`) on a small Starlette app: SERVER kind, named by the route
-template with the stable HTTP attributes, current for the handler and its log lines, ERROR on
-a 5xx or an exception, the caller's trace continued, nothing recorded for a request the
-sampler drops; and the request metrics by route template, request after request."""
+"""The request span (`RequestObserver`) on a small Starlette app: SERVER kind, named by the
+route template with the stable HTTP attributes, current for the handler and its log lines,
+ERROR on a 5xx or an exception, the caller's trace continued, nothing recorded for a request
+the sampler drops; and the request metrics by route template, request after request."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from opentelemetry.trace import SpanKind, StatusCode
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from datawell.observability import logs, metrics
-from datawell.observability.http import RequestMetrics, RequestSpan
+from datawell.observability import logs, metrics, tracing
+from datawell.observability.http import RequestObserver
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -44,17 +44,14 @@ async def failing(request: Request) -> PlainTextResponse:
     raise RuntimeError("boom")
 
 
-def small_app(provider: TracerProvider) -> Starlette:
+def small_app(provider: TracerProvider, ratio: float) -> Starlette:
     return Starlette(
         routes=[
             Route("/items/{item_id}", item),
             Route("/broken", broken),
             Route("/failing", failing),
         ],
-        middleware=[
-            Middleware(RequestSpan, tracer=provider.get_tracer("test")),
-            Middleware(RequestMetrics),
-        ],
+        middleware=[Middleware(RequestObserver, tracer=provider.get_tracer("test"), ratio=ratio)],
     )
 
 
@@ -64,9 +61,8 @@ def exporter() -> InMemorySpanExporter:
 
 
 def client_of(exporter: InMemorySpanExporter, ratio: float = 1.0) -> httpx.AsyncClient:
-    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    transport = httpx.ASGITransport(app=small_app(provider), raise_app_exceptions=False)
+    provider = tracing.new_provider(ratio, SimpleSpanProcessor(exporter))
+    transport = httpx.ASGITransport(app=small_app(provider, ratio), raise_app_exceptions=False)
     return httpx.AsyncClient(transport=transport, base_url="http://testserver")
 
 
@@ -172,3 +168,44 @@ async def test_requests_count_by_route_template(exporter: InMemorySpanExporter) 
         for item_id in (1, 2, 3):
             await http.get(f"/items/{item_id}")
     assert count() == before + 3
+
+
+async def test_a_request_is_sampled_by_its_trace_id(exporter: InMemorySpanExporter, logged: io.StringIO) -> None:
+    """At ratio 0.5 a request is sampled exactly when `TraceIdRatioBased` keeps the trace id
+    its `traceparent` names (the id the decision was taken on is the span's); a dropped one
+    records no span but answers as usual, names its unsampled trace in its log lines, and
+    counts in the request series like any other."""
+    labels = {"route": "/items/{item_id}", "method": "GET", "status": "200"}
+
+    def count() -> float:
+        return metrics.REGISTRY.get_sample_value("datawell_http_requests_total", labels) or 0.0
+
+    before = count()
+    kept = TraceIdRatioBased(0.5)
+    async with client_of(exporter, ratio=0.5) as http:
+        responses = [await http.get(f"/items/{item_id}") for item_id in range(40)]
+    assert [r.status_code for r in responses] == [200] * 40 and count() == before + 40
+    sampled_ids, dropped_ids = [], []
+    for response in responses:
+        _version, trace_id, span_id, flags = traceparent_of(response)
+        assert kept.should_sample(None, int(trace_id, 16), "GET").decision.is_sampled() == sampled(flags)
+        (sampled_ids if sampled(flags) else dropped_ids).append((trace_id, span_id, flags))
+    assert sampled_ids and dropped_ids  # both, but for a chance of 2**-39
+    spans = exporter.get_finished_spans()
+    assert sorted((f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans) == sorted(
+        (trace_id, span_id) for trace_id, span_id, _flags in sampled_ids
+    )
+    assert all(s.name == "GET /items/{item_id}" for s in spans)
+    assert {flags for _trace, _span, flags in dropped_ids} == {"02"}  # as the SDK flags its own
+    for trace_id, _span, _flags in dropped_ids:
+        assert f"[trace={trace_id}] reading item" in logged.getvalue()
+
+
+async def test_metrics_without_traces_add_no_header() -> None:
+    labels = {"route": "/broken", "method": "GET", "status": "503"}
+    before = metrics.REGISTRY.get_sample_value("datawell_http_requests_total", labels) or 0.0
+    app = Starlette(routes=[Route("/broken", broken)], middleware=[Middleware(RequestObserver)])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as http:
+        response = await http.get("/broken")
+    assert response.status_code == 503 and "traceparent" not in response.headers
+    assert metrics.REGISTRY.get_sample_value("datawell_http_requests_total", labels) == before + 1

@@ -104,3 +104,16 @@ async def test_the_setting_guards_the_endpoint(settings: Settings) -> None:
     off = await metrics_response(settings.model_copy(update={"metrics": "off"}))
     assert off.status_code == 404
     assert (await metrics_response(settings)).status_code == 200  # open by default
+
+
+async def test_a_body_refused_for_its_size_is_counted(client: httpx.AsyncClient, alice: Account) -> None:
+    """The request series see every answer, a refusal before any route too."""
+    before = await scrape(client)
+    response = await client.post("/api/v1/query/autorag", content=b"x" * (9 * 1024 * 1024), headers=alice.headers)
+    assert response.status_code == 422
+    after = await scrape(client)
+    labels = {"route": "<unmatched>", "method": "POST", "status": "422"}
+    assert (
+        value(after, "datawell_http_requests_total", **labels)
+        == value(before, "datawell_http_requests_total", **labels) + 1
+    )

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from datawell.errors import Conflict, Forbidden, InvalidInput, NotFound
-from datawell.storage.objects import LocalObjectStore, ObjectStore, S3ObjectStore, StoredPart
+from datawell.storage.objects import LocalObjectStore, ObjectStore, StoredPart
+from datawell.storage.s3 import S3ObjectStore
 
 PART = 5 * 1024 * 1024  # S3's smallest non-final part; the service itself uses 8 MiB
 

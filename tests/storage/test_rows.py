@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from datawell.config import Settings
 from datawell.storage.rows import Published, RowStore
 from datawell.storage.tables import Dataset
 
@@ -142,7 +143,8 @@ async def test_a_bulk_write_that_the_database_refuses_fails_the_writer(rows: Row
 
 async def test_a_started_writer_process_serves_one_stage_after_another(rows: RowStore) -> None:
     """The SQLite writer process a worker starts ahead (`prepare_writer`) takes the large stages
-    one after another, is free again after each, and is let go when a stage fails in it."""
+    one after another, is free again after each (no second one is started meanwhile), and is
+    let go when a stage fails in it."""
     import uuid
 
     from datawell.storage.rows import arrow_rows
@@ -159,6 +161,7 @@ async def test_a_started_writer_process_serves_one_stage_after_another(rows: Row
         writer = rows.writer(ingestion, large=True)
         await writer.append(arrow_rows([{"order_id": start + i} for i in range(5)], ds.field_types))
         assert not rows.writer_ready()  # taken by the writer
+        assert rows.prepare_writer() is None  # and no spare started while it writes (its memory)
         await writer.close()
         assert rows.writer_process is started and started.ready and started.alive()
         await rows.publish(ds, ingestion, source="a.csv")
@@ -217,3 +220,17 @@ async def test_a_writer_process_that_cannot_start_is_not_restarted_at_every_poll
     assert first is not None
     first.process.wait(timeout=30)
     assert rows.prepare_writer() is None and rows.writer_process is None
+
+
+async def test_the_service_returns_freed_arrow_memory_at_once(settings: Settings) -> None:
+    """Issue 26: mimalloc, pyarrow's default, kept what each reading and writing thread freed (a
+    3,000,000-row ingestion held ≈ 100 MB more); the service uses jemalloc with no decay."""
+    import pyarrow as pa
+
+    from datawell.services import build_services
+
+    services = await build_services(settings)
+    try:
+        assert pa.default_memory_pool().backend_name == "jemalloc"
+    finally:
+        await services.close()

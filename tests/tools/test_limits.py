@@ -186,6 +186,41 @@ async def test_one_callers_slow_queries_leave_a_connection_for_another(world: Wo
         await tools.close()
 
 
+async def test_one_callers_waiting_queries_leave_a_postgresql_connection_for_another(world: World) -> None:
+    """The same on PostgreSQL, where queries share the engine's pool (5 + 10 connections): one
+    user's 15 queries waiting on a lock held on their table (they wait until their time limit and
+    cost no CPU meanwhile) held every connection, and another user's count(*) waited for them."""
+    if world.query.rows.dialect != "postgresql":
+        pytest.skip("PostgreSQL's pool: SQLite's sandbox connections are the test above")
+    import asyncpg
+    import sqlalchemy as sa
+
+    from datawell.storage.tables import Dataset
+
+    async with world.query.db.session() as session:
+        table = (await session.execute(sa.select(Dataset.table_name).where(Dataset.name == "orders"))).scalar_one()
+    tools = limited(world)
+    url = world.query.rows.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    holder = await asyncpg.connect(url)
+    try:
+        await outcome(tools, world, "SELECT count(*) AS n FROM orders")  # each role made before the lock
+        await tools.run(world.bob, world.crm, "SELECT count(*) AS n FROM customers")
+        lock = holder.transaction()
+        await lock.start()
+        await holder.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')
+        waiting = [asyncio.create_task(outcome(tools, world, "SELECT count(*) AS n FROM orders")) for _ in range(15)]
+        await asyncio.sleep(0.3)
+        start = time.monotonic()
+        result = await tools.run(world.bob, world.crm, "SELECT count(*) AS n FROM customers")
+        took = time.monotonic() - start
+        await lock.rollback()
+        assert result.rows[0]["n"] == 3 and took < 1.0, took
+        assert all(codes in ([], ["time_limit"]) for codes, _ in await asyncio.gather(*waiting))
+    finally:
+        await holder.close()
+        await tools.close()
+
+
 async def test_turns_go_first_to_callers_running_nothing() -> None:
     turns = Turns(2)
     order: list[str] = []

@@ -15,7 +15,7 @@ from datawell.storage.access import Permission
 from datawell.storage.datasets import create_dataset, get_dataset
 from datawell.storage.tables import User
 from datawell.tools.ql import QueryTools
-from tests.tools.conftest import World
+from tests.tools.conftest import World, load
 
 
 async def refused(world: World, sql: str, user: User | None = None) -> QueryError:
@@ -275,3 +275,24 @@ async def test_check_returns_the_sql_that_runs(world: World) -> None:
         world.alice, world.sales, "select Total from orders -- the big ones\nwhere total > 10"
     )
     assert "ds_" in sql and '"total"' in sql and "the big ones" not in sql and "LIMIT 1001" in sql
+
+
+async def test_the_date_rules_read_what_the_stored_columns_hold(services: Services, world: World) -> None:
+    """Issue 27, through a real store: the checker sees each column's stored values, so a
+    column of years not named "year" and a column of Unix seconds are known by their values."""
+    rows = [{"flight": i, "season": 2019 + i, "departure_time": 1577836800 + 3600 * i} for i in range(4)]
+    schema = {"flight": "flight number", "season": "the season", "departure_time": "when it leaves"}
+    await load(services, world.sales, world.alice, "flights", schema, dict.fromkeys(schema, "integer"), rows)
+
+    async def refusal(query: str) -> str:
+        with pytest.raises(QueryError) as caught:
+            await world.query.prepare(world.alice, world.sales, query)
+        return caught.value.sub_errors[0].message
+
+    assert (await refusal("SELECT strftime('%Y', season) FROM flights")).startswith(
+        "flights.season holds years (integer), not dates"
+    )
+    assert "to_timestamp(departure_time)" in await refusal("SELECT strftime('%m', departure_time) FROM flights")
+    query = "SELECT strftime('%H', to_timestamp(departure_time)) AS hour FROM flights ORDER BY flight"
+    ran = await world.query.run(world.alice, world.sales, query)
+    assert [row["hour"] for row in ran.rows] == ["00", "01", "02", "03"]

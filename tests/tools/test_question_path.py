@@ -5,6 +5,7 @@ is what runs)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,19 +30,22 @@ class CountingQueryTools(QueryTools):
 
     prepared: list[str]
 
-    async def prepare(self, who: Who, namespace: NamespaceRef, query: str) -> CompiledQuery:
+    async def prepare(
+        self, who: Who, namespace: NamespaceRef, query: str, *, row_cap: int | None = None
+    ) -> CompiledQuery:
         self.prepared.append(query)
-        return await super().prepare(who, namespace, query)
+        return await super().prepare(who, namespace, query, row_cap=row_cap)
 
 
 @pytest.fixture
-def counting(services: Services) -> QueryTools:
+async def counting(services: Services) -> AsyncIterator[CountingQueryTools]:
     real = services.query_tools
     tools = CountingQueryTools(
         real.db, real.rows, real.vectors, real.embedder, row_cap=real.row_cap, time_limit_seconds=5
     )
     tools.prepared = []
-    return tools
+    yield tools
+    await tools.close()
 
 
 async def test_a_one_query_question_checks_access_once_and_prepares_its_query_once(
@@ -57,7 +61,7 @@ async def test_a_one_query_question_checks_access_once_and_prepares_its_query_on
     engine = services.db.engine.sync_engine
     event.listen(engine, "before_cursor_execute", seen)
     try:
-        runs = Runs(dataclasses.replace(services, query_tools=counting))
+        runs = Runs(dataclasses.replace(services, queries=counting))
         run = await runs.start_nl2ql(AskRequest(world.alice, world.sales, "How many orders are there?"))
         events = [e async for e in run.events()]
     finally:

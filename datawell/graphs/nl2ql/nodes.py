@@ -29,7 +29,7 @@ from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import match_literals
 from datawell.tools.names import NameTriage, flagged, triage
 from datawell.tools.names import refusal as names_refusal
-from datawell.tools.ql import QueryResult, QueryTools, TextEmbedder
+from datawell.tools.ql import Queries, QueryResult, TextEmbedder
 from datawell.tools.shape import fit_shape
 
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
@@ -39,7 +39,7 @@ DONE = cast(Literal["__end__"], END)
 
 @dataclass(frozen=True)
 class QueryDeps:
-    tools: QueryTools
+    tools: Queries
     models: ChatModels
     prompts: PromptLibrary
     view: NamespaceView  # what the query writer is shown of the namespace
@@ -192,7 +192,7 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
     return query, changes
 
 
-async def uncovered(tools: QueryTools, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
+async def uncovered(tools: Queries, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
     """The refusal of a question whose words the namespace's catalog does not cover, else ""."""
     catalog = await tools.catalog(context.caller, context.namespace)
     found = await coverage(question, catalog, embedder)
