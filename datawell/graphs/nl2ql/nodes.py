@@ -27,7 +27,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import match_literals
-from datawell.tools.names import NameTriage, flagged, triage
+from datawell.tools.names import NameTriage, flagged, query_names, triage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import Queries, QueryResult, TextEmbedder
 from datawell.tools.shape import fit_shape
@@ -142,6 +142,12 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     else:
         reply = await ask_structured(model, QueryDraft, messages, columns)
         spent += reply.tokens
+        if feedback and reply.parsed is not None and reply.parsed.query.strip() in state.get("tried", []):
+            # The repair wrote a query already refused (at temperature 0 it will again): ask
+            # once more, sampled, within the same attempt.
+            sampled = sampling(model, deps.candidate_temperature)
+            reply = await ask_structured(sampled, QueryDraft, messages, columns)
+            spent += reply.tokens
     # --- end issue 27 ---
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent, "examples": examples}
@@ -206,7 +212,7 @@ async def unknown_names(
     question asks for that no dataset holds."""
     catalog = await deps.tools.catalog(context.caller, context.namespace)
     named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
-    return triage(named, catalog, question), catalog
+    return triage(named, catalog, question, used=query_names(query)), catalog
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
@@ -268,7 +274,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
                 )
         # --- end issue 27 ---
         feedback = failure_feedback(state["draft"], exc, hints=hints)
-        update = {"feedback": feedback, "missing": missing}
+        update = {"feedback": feedback, "missing": missing, "tried": [*state.get("tried", []), state["draft"].strip()]}
         update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
