@@ -268,23 +268,6 @@ async def test_a_name_the_question_asks_for_gets_one_repair_before_any_refusal(
     assert isinstance(events[1], RowsReady) and events[1].rows == [{"revenue": 120.5}]
 
 
-async def test_a_repair_that_repeats_a_refused_query_is_asked_again_within_its_attempt(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
-) -> None:
-    """Issue 27: at temperature 0 a repair often writes the refused query again; that reply
-    is not checked a second time, the model is asked once more (sampled) for that attempt."""
-    bad = "SELECT customer_name FROM customers"
-    good = "SELECT name FROM customers"
-    chat_model.script += [QueryDraft(query=bad), QueryDraft(query=bad), QueryDraft(query=good)]
-    tools.rows[good] = [{"name": "Ann"}]
-
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "List customer names"))
-
-    assert isinstance(events[0], QueryGenerated) and events[0].query == good and events[0].attempts == 2
-    assert len(chat_model.calls) == 3
-    assert [c.query for c in tools.calls if c.method == "check"] == [bad, good]
-
-
 async def test_a_repair_is_told_where_an_unknown_name_is_in_the_catalog(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

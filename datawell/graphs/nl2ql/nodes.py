@@ -142,12 +142,6 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     else:
         reply = await ask_structured(model, QueryDraft, messages, columns)
         spent += reply.tokens
-        if feedback and reply.parsed is not None and reply.parsed.query.strip() in state.get("tried", []):
-            # The repair wrote a query already refused (at temperature 0 it will again): ask
-            # once more, sampled, within the same attempt.
-            sampled = sampling(model, deps.candidate_temperature)
-            reply = await ask_structured(sampled, QueryDraft, messages, columns)
-            spent += reply.tokens
     # --- end issue 27 ---
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent, "examples": examples}
@@ -274,7 +268,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
                 )
         # --- end issue 27 ---
         feedback = failure_feedback(state["draft"], exc, hints=hints)
-        update = {"feedback": feedback, "missing": missing, "tried": [*state.get("tried", []), state["draft"].strip()]}
+        update = {"feedback": feedback, "missing": missing}
         update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.

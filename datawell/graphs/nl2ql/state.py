@@ -78,7 +78,6 @@ class QueryState(QueryInput, total=False):
     # Names the latest failed attempt asked for that no dataset holds (tools/names.py): a
     # second attempt that asks for such names again is declined.
     missing: list[str]
-    tried: list[str]  # the drafts the checker refused, so a repair that repeats one is asked again
 
 
 @dataclass(frozen=True)
