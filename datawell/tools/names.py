@@ -74,10 +74,13 @@ def flagged(query: str, messages: list[str]) -> list[str]:
     return [n for n in query_names(query) if f"'{n.lower()}'" in said]
 
 
-def triage(names: list[str], catalog: Catalog, question: str) -> NameTriage:
+def triage(names: list[str], catalog: Catalog, question: str, used: list[str] | None = None) -> NameTriage:
     """Where each unknown name is in the catalog, and which ones the question asks for that
-    nothing in the catalog holds."""
-    columns = [(t.name, c) for t in catalog.tables for c in t.columns]
+    nothing in the catalog holds. `used`: every name of the query; a table holding more of
+    them is named first (the one that joins what the query reads)."""
+    used_names = {n.lower() for n in used or []}
+    tables = sorted(catalog.tables, key=lambda t: -len(used_names & {c.lower() for c in t.columns}))
+    columns = [(t.name, c) for t in tables for c in t.columns]
     words, _ = catalog_texts(catalog)  # names, descriptions and values
     asked = content_words(question)
     places: dict[str, list[str]] = {}

@@ -68,3 +68,9 @@ def test_only_names_the_checker_called_unknown_are_flagged() -> None:
     assert flagged(query, messages) == ["email", "reference"]
     assert flagged("SELECT FROM WHERE (", messages) == []
     assert own_words("numEnrolled") == ["enrolled"]
+
+
+def test_the_table_that_holds_more_of_the_querys_names_is_named_first() -> None:
+    """student has no course_id: the table joining both is the place the repair needs."""
+    found = triage(["course_id"], SCHOOL, "How many students took each course?", used=["student_id", "course_id"])
+    assert found.places["course_id"][0] == "student_record.course_id"

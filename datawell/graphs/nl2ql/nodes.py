@@ -27,7 +27,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import match_literals
-from datawell.tools.names import NameTriage, flagged, triage
+from datawell.tools.names import NameTriage, flagged, query_names, triage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import Queries, QueryResult, TextEmbedder
 from datawell.tools.shape import fit_shape
@@ -206,7 +206,7 @@ async def unknown_names(
     question asks for that no dataset holds."""
     catalog = await deps.tools.catalog(context.caller, context.namespace)
     named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
-    return triage(named, catalog, question), catalog
+    return triage(named, catalog, question, used=query_names(query)), catalog
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
