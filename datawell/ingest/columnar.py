@@ -25,7 +25,7 @@ from datawell.ingest.arrowtypes import coerce_array, infer_array
 from datawell.ingest.delimited import CsvTable
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
 from datawell.ingest.tabular import JsonTable, ParquetTable
-from datawell.storage.rows import ARROW_TYPES, arrow_column
+from datawell.storage.arrow_values import ARROW_TYPES, arrow_column
 
 BLOCK_BYTES = 4 * 1024 * 1024  # what pyarrow parses at a time (JSON Lines)
 # A delimited file's blocks: the first is typed and written while pyarrow parses the rest

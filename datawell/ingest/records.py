@@ -17,7 +17,7 @@ import pyarrow as pa
 from datawell.errors import IngestionFailed
 from datawell.ingest.batches import Table
 from datawell.ingest.fieldtypes import Misfit, TypeInference, coerce_column
-from datawell.storage.rows import ARROW_TYPES, arrow_column
+from datawell.storage.arrow_values import ARROW_TYPES, arrow_column
 
 SHOWN_VALUE_CHARS = 60
 

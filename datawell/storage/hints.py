@@ -24,8 +24,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
+from datawell.storage.arrow_values import ARROW_TYPES
 from datawell.storage.db import Database
-from datawell.storage.rows import ARROW_TYPES, RowStore, dataset_columns
+from datawell.storage.rows import RowStore, dataset_columns
 from datawell.storage.tables import Dataset, DatasetHints, utcnow
 
 TEXT_VALUES = 12  # a text column with at most this many distinct values is listed whole

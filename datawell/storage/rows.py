@@ -24,7 +24,6 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +32,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from datawell.storage.arrow_values import arrow_rows
 from datawell.storage.bulk import (
     SqliteProcessWriter,
     Stage,
@@ -52,13 +52,6 @@ log = logging.getLogger(__name__)
 SQLITE_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
 FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
 WRITER_RETRY_SECONDS = 60.0  # a writer process that ended before it started is not started again sooner
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "integer": pa.int64(),
-    "real": pa.float64(),
-    "text": pa.string(),
-    "boolean": pa.bool_(),
-    "timestamp": pa.timestamp("us"),  # UTC
-}
 _SQL_TYPES: dict[str, Any] = {
     "integer": sa.BigInteger(),
     "real": sa.Float(),
@@ -400,30 +393,3 @@ class StageWriter:
             if self.opened and self.large:
                 self.store.large_writers -= 1
                 self.large = False  # counted once, however often it is closed
-
-
-def arrow_rows(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> pa.RecordBatch:
-    """Rows of Python values (already of the fields' types) as an Arrow batch."""
-    arrays = [arrow_column([row.get(f) for row in rows], kind) for f, kind in columns.items()]
-    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
-
-
-def arrow_column(values: Sequence[Any], kind: str) -> pa.Array:
-    """Python values of a field's type as an Arrow array of it."""
-    if kind == "timestamp":
-        values = [_utc(v) for v in values]
-    return pa.array(values, ARROW_TYPES[kind])
-
-
-def _utc(stamp: Any) -> Any:
-    """An aware timestamp as the naive UTC one Arrow's `timestamp("us")` holds."""
-    if isinstance(stamp, datetime) and stamp.tzinfo is not None:
-        return stamp.astimezone(UTC).replace(tzinfo=None)
-    return stamp
-
-
-def to_json_value(value: Any) -> Any:
-    """A column value as it appears in a result row."""
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value

@@ -22,7 +22,7 @@ from datawell.runs import AskRequest, CurateRequest, Events, Runs
 from datawell.services import Services
 from datawell.storage import datasets
 from datawell.storage.access import Caller, NamespaceRef
-from datawell.storage.rows import to_json_value
+from datawell.storage.arrow_values import to_json_value
 from datawell.storage.tables import User
 from datawell.storage.vectors import ROWS
 from datawell.tools.ql import QueryResult

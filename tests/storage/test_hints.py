@@ -169,7 +169,7 @@ async def test_hints_from_the_batches_are_those_of_the_published_table(
 ) -> None:
     """Batches of uneven sizes, a sample that ends inside a batch followed by a value it did
     not see, text ordered by the store's collation, dates with fractions of a second."""
-    from datawell.storage.rows import arrow_rows
+    from datawell.storage.arrow_values import arrow_rows
     from datawell.storage.tables import Dataset
 
     monkeypatch.setattr(hints, "SAMPLE", 20)

@@ -67,7 +67,7 @@ async def test_bulk_writes_append_in_order_with_time_ordered_ids(rows: RowStore,
 
     import sqlalchemy as sa
 
-    from datawell.storage.rows import arrow_rows
+    from datawell.storage.arrow_values import arrow_rows
 
     ds, first, second = dataset(), str(uuid.uuid4()), str(uuid.uuid4())
     for ingestion, start in ((first, 0), (second, 100)):
@@ -127,7 +127,7 @@ async def test_a_table_made_before_lean_stages_takes_appends_by_name(rows: RowSt
 async def test_a_bulk_write_that_the_database_refuses_fails_the_writer(rows: RowStore, large: bool) -> None:
     """A batch the database refuses (here: its stage was dropped) fails the write or the close
     with the database's own words, whichever process or thread did the writing."""
-    from datawell.storage.rows import arrow_rows
+    from datawell.storage.arrow_values import arrow_rows
 
     ds, ingestion = dataset(), "66666666-6666-6666-6666-666666666666"
     await rows.stage(ds, ingestion)
@@ -147,7 +147,7 @@ async def test_a_started_writer_process_serves_one_stage_after_another(rows: Row
     let go when a stage fails in it."""
     import uuid
 
-    from datawell.storage.rows import arrow_rows
+    from datawell.storage.arrow_values import arrow_rows
 
     if rows.path is None:
         assert rows.prepare_writer() is None  # PostgreSQL: COPY needs no process
@@ -187,7 +187,7 @@ async def test_staged_rows_reach_the_database_file_only_at_the_checkpoint_after_
     import os
     import uuid
 
-    from datawell.storage.rows import arrow_rows
+    from datawell.storage.arrow_values import arrow_rows
 
     if rows.path is None:
         return  # PostgreSQL checkpoints on its own
