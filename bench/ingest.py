@@ -45,7 +45,8 @@ CITIES = ["Paris", "Oslo", "Lima", "Cairo", "Lagos", "Quito", "Seoul", "Perth", 
 WORDS = ["apple", "pie", "fresh", "red", "green", "hose", "shoes", "running", "cream", "lamp", "chair", "book"]
 
 
-def write_csv(path: Path, rows: int, seed: int = 7) -> None:
+def write_csv(path: Path, rows: int, seed: int = 7, *, decimal_comma: bool = False) -> None:
+    """`decimal_comma`: totals written `12,34`, which only the row-by-row path reads."""
     rng = random.Random(seed)
     start = date(2024, 1, 1)
     with path.open("w", newline="", encoding="utf-8") as out:
@@ -57,7 +58,7 @@ def write_csv(path: Path, rows: int, seed: int = 7) -> None:
                     number,
                     f"customer {rng.randrange(5000)}",
                     rng.choice(CITIES),
-                    f"{rng.uniform(1, 999):.2f}",
+                    f"{rng.uniform(1, 999):.2f}".replace(".", "," if decimal_comma else "."),
                     rng.choice(["true", "false"]),
                     (start + timedelta(days=rng.randrange(700))).isoformat(),
                     " ".join(rng.choices(WORDS, k=4)),

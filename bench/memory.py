@@ -141,6 +141,9 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=None, help="DATAWELL_LOCAL_ROW_VECTORS_MAX (default: its default)")
     parser.add_argument("--no-embed", action="store_true", help="row embeddings off even if minilm-static is cached")
     parser.add_argument(
+        "--decimal-comma", action="store_true", help="totals written 12,34: the row-by-row path reads the file"
+    )
+    parser.add_argument(
         "--postgres", default="", help="a PostgreSQL server URL: the service's stores in a new database there"
     )
     args = parser.parse_args()
@@ -159,7 +162,7 @@ def main() -> None:
         token = asyncio.run(seed(folder, database_url))
         csv_path = folder / "orders.csv"
         started = time.perf_counter()
-        write_csv(csv_path, args.rows)
+        write_csv(csv_path, args.rows, decimal_comma=args.decimal_comma)
         print(
             f"{csv_path.stat().st_size / 1e6:.0f} MB CSV of {args.rows:,} rows in {time.perf_counter() - started:.0f} s"
         )
