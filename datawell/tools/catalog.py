@@ -138,6 +138,10 @@ class Catalog:
     def table(self, name: str) -> TableInfo | None:
         return next((t for t in self.tables if t.name == name), None)
 
+    def fields(self) -> str:
+        """Each dataset with its fields, in one line: `orders (id, amount); customers (id, name)`."""
+        return "; ".join(f"{t.name} ({', '.join(t.columns)})" for t in self.tables) or "no datasets"
+
     def render(self) -> str:
         """The catalog as text for a prompt."""
         if not self.tables:

@@ -350,5 +350,6 @@ async def coverage(
 def refusal(result: Coverage, catalog: Catalog) -> str:
     """The refusal a question the catalog does not cover gets: what it asked that nothing
     holds, and which datasets and fields exist."""
-    held = "; ".join(f"{t.name} ({', '.join(t.columns)})" for t in catalog.tables) or "no datasets"
-    return f"the datasets hold nothing about {', '.join(repr(w) for w in result.uncovered)}; they hold: {held}"
+    return (
+        f"the datasets hold nothing about {', '.join(repr(w) for w in result.uncovered)}; they hold: {catalog.fields()}"
+    )

@@ -82,17 +82,15 @@ def triage(names: list[str], catalog: Catalog, question: str, used: list[str] | 
     tables = sorted(catalog.tables, key=lambda t: -len(used_names & {c.lower() for c in t.columns}))
     columns = [(t.name, c) for t in tables for c in t.columns]
     words, _ = catalog_texts(catalog)  # names, descriptions and values
-    asked = content_words(question)
+    asked = set(content_words(question))
     places: dict[str, list[str]] = {}
     absent: list[str] = []
     for name in names:
-        found = [f"{t}.{c}" for t, c in columns if c.lower() == name.lower()] or _alike(own_words(name), catalog)
+        mine = own_words(name)
+        found = [f"{t}.{c}" for t, c in columns if c.lower() == name.lower()] or _alike(mine, catalog)
         if found:
             places[name] = found[:PLACES]
-            continue
-        mine = own_words(name)
-        held = any(word_match(w, words) for w in mine)
-        if mine and not held and any(word_match(w, set(asked)) for w in mine):
+        elif mine and not any(word_match(w, words) for w in mine) and any(word_match(w, asked) for w in mine):
             absent.append(name)
     return NameTriage(places=places, absent=absent)
 
@@ -117,6 +115,5 @@ def _shared(mine: list[str], theirs: list[str]) -> int:
 
 def refusal(triage: NameTriage, catalog: Catalog) -> str:
     """The refusal of a question whose subject no dataset holds, naming what they do hold."""
-    held = "; ".join(f"{t.name} ({', '.join(t.columns)})" for t in catalog.tables) or "no datasets"
     asked = ", ".join(" ".join(parts(n)) for n in triage.absent)
-    return f"no dataset holds anything like {asked}; the datasets hold: {held}"
+    return f"no dataset holds anything like {asked}; the datasets hold: {catalog.fields()}"
