@@ -7,15 +7,20 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
     .venv/bin/python -m bench.api --seconds 5 --clients 50 --port 18400
     .venv/bin/python -m bench.api --observability all   # also: Datawell with metrics and traces on
     .venv/bin/python -m bench.api --observability all --pace 400   # every server at 400 requests/s
+    .venv/bin/python -m bench.api --observability none,metrics,all --pace 150 --together --rounds 8
 
 With `--observability metrics` a third server runs beside them: Datawell with its metrics on
 (`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
 pointing at a sink on `--port`+2 that accepts OTLP/HTTP and drops it; `OTEL_TRACES_SAMPLER_ARG`
 from the environment sets the share traced); with `none` a second plain one, whose "overhead"
-is the noise between two processes of one configuration. The plain one runs with
+is the noise between two processes of one configuration (several, comma-separated: one
+server each). The plain one runs with
 `DATAWELL_METRICS=off` and no traces; the two rates' ratio is the observability overhead, and
 so is the ratio of the two servers' CPU time per request (read from /proc, which the machine's
-other work moves far less than the rates).
+other work moves far less than the rates). With `--together` every server is loaded at once
+in each round (each by its own `--clients`), so that all of them see the same machine: on a
+busy machine a round's overheads then compare processes that shared the same minutes, and the
+median and range of those per-round overheads are printed too.
 
 Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
 With `DATAWELL_DATABASE_URL` set (an empty PostgreSQL database), Datawell is seeded and served
@@ -113,6 +118,9 @@ def seed_minimal(database: Path, token: str) -> None:
 # Datawell, seeded through its own services before `datawell serve` starts.
 
 
+CONFIGURATIONS = ("none", "metrics", "all")
+
+
 def datawell_env(folder: Path, observability: str | None = None, sink: int = 0) -> dict[str, str]:
     """The server's environment: metrics and traces off; or metrics on, and with `all` every
     request traced to the sink listening on port `sink`."""
@@ -173,7 +181,7 @@ async def seed_datawell(folder: Path) -> str:
 
 def start(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     import socket
 
     while time.monotonic() < deadline:
@@ -252,8 +260,11 @@ async def bench(args: argparse.Namespace) -> None:
     try:
         token = await seed_datawell(folder / "datawell")
         seed_minimal(folder / "minimal.db", token)
-        if args.observability:  # its own copy: the vector store's local mode takes one process
-            shutil.copytree(folder / "datawell", folder / "observed")
+        configurations = args.observability.split(",") if args.observability else []
+        for name in configurations:  # its own copy: the vector store's local mode takes one process
+            if name not in CONFIGURATIONS:
+                raise SystemExit(f"--observability: {name!r} is not one of {', '.join(CONFIGURATIONS)}")
+            shutil.copytree(folder / "datawell", folder / f"observed-{name}")
         env = datawell_env(folder / "datawell")
         datawell_port, minimal_port = args.port, args.port + 1
         processes.append(
@@ -284,37 +295,56 @@ async def bench(args: argparse.Namespace) -> None:
             "minimal": f"http://127.0.0.1:{minimal_port}{PATH}",
         }
         pids = {"datawell": processes[0].pid, "minimal": processes[1].pid}
-        if args.observability:
-            sink_port, observed_port = args.port + 2, args.port + 3
+        sink_port = args.port + 2
+        if configurations:
             processes.append(
                 start([sys.executable, "-m", "bench.api", "sink", "--port", str(sink_port)], env, sink_port)
             )
+        for index, name in enumerate(configurations):
+            observed_port = args.port + 3 + index
             serve = [sys.executable, "-m", "datawell", "serve", "--host", "127.0.0.1", "--port", str(observed_port)]
-            observed_env = datawell_env(folder / "observed", args.observability, sink_port)
+            observed_env = datawell_env(folder / f"observed-{name}", name, sink_port)
             processes.append(start(serve, observed_env, observed_port))
-            targets[f"datawell+{args.observability}"] = f"http://127.0.0.1:{observed_port}{PATH}"
-            pids[f"datawell+{args.observability}"] = processes[-1].pid
+            targets[f"datawell+{name}"] = f"http://127.0.0.1:{observed_port}{PATH}"
+            pids[f"datawell+{name}"] = processes[-1].pid
         rates: dict[str, list[float]] = {name: [] for name in targets}
         cpus: dict[str, list[float]] = {name: [] for name in targets}
         paced = f", paced at {args.pace:g} requests/s" if args.pace else ""
-        print(f"{args.clients} clients{paced}, {args.seconds:g} s per round, load average before: {load_average()}")
+        together = ", every server at once" if args.together else ""
+        print(
+            f"{args.clients} clients{paced}{together}, {args.seconds:g} s per round, "
+            f"load average before: {load_average()}"
+        )
+
+        async def measured(name: str) -> str:
+            used = cpu_seconds(pids[name])
+            rate, latencies, errors = await load(targets[name], token, args.clients, args.seconds, args.pace)
+            cpus[name].append((cpu_seconds(pids[name]) - used) / (len(latencies) + 1))
+            rates[name].append(rate)
+            return summary(name, rate, latencies, errors, cpus[name][-1])
+
         for round_number in range(1, args.rounds + 1):
-            for name, url in targets.items():
-                used = cpu_seconds(pids[name])
-                rate, latencies, errors = await load(url, token, args.clients, args.seconds, args.pace)
-                cpus[name].append((cpu_seconds(pids[name]) - used) / (len(latencies) + 1))
-                rates[name].append(rate)
-                print(f"round {round_number}  " + summary(name, rate, latencies, errors, cpus[name][-1]))
+            if args.together:
+                lines = await asyncio.gather(*(measured(name) for name in targets))
+            else:
+                lines = [await measured(name) for name in targets]
+            for line in lines:
+                print(f"round {round_number}  {line}")
         datawell_rate, minimal_rate = (statistics.median(rates[n]) for n in ("datawell", "minimal"))
         print(f"minimal / datawell: {minimal_rate / datawell_rate:.2f}x   (load average after: {load_average()})")
-        if args.observability and not args.pace:  # paced, the rates are the pace: read the CPU
-            observed = statistics.median(rates[f"datawell+{args.observability}"])
-            print(f"observability overhead: {100 * (datawell_rate / observed - 1):+.1f}% time per request")
-        if args.observability:
-            plain_cpu, observed_cpu = (
-                statistics.median(cpus[n]) for n in ("datawell", f"datawell+{args.observability}")
-            )
-            print(f"observability overhead: {100 * (observed_cpu / plain_cpu - 1):+.1f}% server CPU per request")
+        for name in configurations:
+            observed = f"datawell+{name}"
+            if not args.pace:  # paced, the rates are the pace: read the CPU
+                rate = statistics.median(rates[observed])
+                print(f"{name}: observability overhead {100 * (datawell_rate / rate - 1):+.1f}% time per request")
+            plain_cpu, observed_cpu = (statistics.median(cpus[n]) for n in ("datawell", observed))
+            print(f"{name}: observability overhead {100 * (observed_cpu / plain_cpu - 1):+.1f}% server CPU per request")
+            if args.together:  # the same minutes: each round's own ratio
+                each = sorted(100 * (o / p - 1) for o, p in zip(cpus[observed], cpus["datawell"], strict=True))
+                print(
+                    f"{name}: per round {statistics.median(each):+.1f}% server CPU per request (median), "
+                    f"range {each[0]:+.1f}% to {each[-1]:+.1f}%"
+                )
     finally:
         for process in processes:
             process.terminate()
@@ -327,9 +357,12 @@ def main() -> None:
     parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal", "sink"])
     parser.add_argument(
         "--observability",
-        choices=["none", "metrics", "all"],
         help="also time Datawell with its metrics on (metrics), or metrics and every request traced (all), "
-        "or a second plain one (none: the noise between two processes of the same configuration)",
+        "or a second plain one (none: the noise between two processes of the same configuration); "
+        "several, comma-separated, run side by side",
+    )
+    parser.add_argument(
+        "--together", action="store_true", help="load every server at once in each round (same machine state)"
     )
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--db", type=Path)

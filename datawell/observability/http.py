@@ -89,8 +89,7 @@ class RequestObserver:
         traceparent: tuple[bytes, bytes] | None = None
         token = None
         if self.tracer is not None:
-            headers = scope["headers"]
-            parent = None if self.propagated.isdisjoint(dict(headers)) else propagate.extract(headers, getter=HEADERS)
+            parent = self.parent(scope["headers"])
             span, traceparent = self.start(self.tracer, scope, parent)
             token = context.attach(trace.set_span_in_context(span, parent))
             if span.is_recording():
@@ -124,6 +123,14 @@ class RequestObserver:
             if self.counted:  # no response started: the server answers 500
                 seconds = time.perf_counter() - started
                 metrics.http_request(route or metrics.UNMATCHED_ROUTE, scope["method"], status or 500, seconds)
+
+    def parent(self, headers: Headers) -> Context | None:
+        """The caller's context, when the request carries a header the propagator reads
+        (most carry none: a loop over the names costs less than the propagator)."""
+        for name, _ in headers:
+            if name in self.propagated:
+                return propagate.extract(headers, getter=HEADERS)
+        return None
 
     def start(self, tracer: Tracer, scope: Scope, parent: Context | None) -> tuple[Span, tuple[bytes, bytes]]:
         """The request's span and the `traceparent` header that names it."""

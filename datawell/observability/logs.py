@@ -18,8 +18,11 @@ class TraceIds(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         context = trace.get_current_span().get_span_context()
-        record.trace_id = f"{context.trace_id:032x}" if context.is_valid else ""
-        record.span_id = f"{context.span_id:016x}" if context.is_valid else ""
+        if context.is_valid:
+            record.trace_id = f"{context.trace_id:032x}"
+            record.span_id = f"{context.span_id:016x}"
+        else:
+            record.trace_id = record.span_id = ""
         return True
 
 

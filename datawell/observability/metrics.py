@@ -9,8 +9,17 @@ joins or leaves the queue, and `queue_waited(model, seconds)` when a request lea
 
 from __future__ import annotations
 
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import metrics as client_metrics
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -20,19 +29,75 @@ FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 SLOW_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 UNMATCHED_ROUTE = "<unmatched>"
 
-http_requests = Counter(
-    "datawell_http_requests",
-    "HTTP requests answered, by route template, method and status.",
-    ["route", "method", "status"],
-    registry=REGISTRY,
-)
-http_seconds = Histogram(
-    "datawell_http_request_duration_seconds",
-    "Time to answer an HTTP request (to the end of its body), by route template and method.",
-    ["route", "method"],
-    buckets=FAST_BUCKETS,
-    registry=REGISTRY,
-)
+
+class RequestSeries(Collector):
+    """`datawell_http_requests` (by route template, method and status) and
+    `datawell_http_request_duration_seconds` (by route template and method, `FAST_BUCKETS`):
+    the series a `Counter` and a `Histogram` of those names and labels would expose, sample
+    for sample (`_created` too, unless prometheus-client's created series are disabled), kept
+    in plain lists under one lock. Every HTTP request records here: the client's `labels()`,
+    `inc()` and `observe()` cost three locks, a label lookup and their checks each time,
+    about 2 µs a request (issue 30, docs/decisions.md)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.lock = threading.Lock()
+        # (route, method, status) -> [count, created]
+        self.counts: dict[tuple[str, str, int], list[float]] = {}
+        # (route, method) -> [created, sum, one count per bucket (not cumulative), +Inf's last]
+        self.timings: dict[tuple[str, str], list[float]] = {}
+        self.bounds = [*FAST_BUCKETS, float("inf")]
+        registry.register(self)
+
+    def record(self, route: str, method: str, status: int, seconds: float) -> None:
+        with self.lock:
+            count = self.counts.get((route, method, status))
+            if count is None:
+                count = self.counts[route, method, status] = [0.0, time.time()]
+            count[0] += 1
+            timing = self.timings.get((route, method))
+            if timing is None:
+                timing = self.timings[route, method] = [time.time(), 0.0, *(0.0 for _ in self.bounds)]
+            timing[1] += seconds
+            timing[2 + bisect_left(self.bounds, seconds)] += 1  # the first bound >= seconds
+
+    def families(self) -> tuple[CounterMetricFamily, HistogramMetricFamily]:
+        return (
+            CounterMetricFamily(
+                "datawell_http_requests",
+                "HTTP requests answered, by route template, method and status.",
+                labels=["route", "method", "status"],
+            ),
+            HistogramMetricFamily(
+                "datawell_http_request_duration_seconds",
+                "Time to answer an HTTP request (to the end of its body), by route template and method.",
+                labels=["route", "method"],
+            ),
+        )
+
+    def describe(self) -> Iterable[Metric]:
+        return self.families()
+
+    def collect(self) -> Iterable[Metric]:
+        created = client_metrics._use_created  # PROMETHEUS_DISABLE_CREATED_SERIES, as the client's own
+        with self.lock:
+            counts = [(key, count, since) for key, (count, since) in self.counts.items()]
+            timings = [(key, list(value)) for key, value in self.timings.items()]
+        requests, seconds = self.families()
+        for (route, method, status), count, since in counts:
+            requests.add_metric([route, method, str(status)], count, created=since if created else None)
+        for (route, method), (since, total, *buckets) in timings:
+            cumulative, running = [], 0.0
+            for bound, found in zip(self.bounds, buckets, strict=True):
+                running += found
+                cumulative.append((floatToGoString(bound), running))
+            seconds.add_metric([route, method], cumulative, total)
+            if created:
+                seconds.add_sample(seconds.name + "_created", {"route": route, "method": method}, since)
+        return requests, seconds
+
+
+request_series = RequestSeries(REGISTRY)
+
 runs = Counter(
     "datawell_runs",
     "Graph runs that ended, by graph and outcome (ok or an error code).",
@@ -112,21 +177,8 @@ def render() -> bytes:
     return generate_latest(REGISTRY)
 
 
-# A request's series, by (route, method, status): `labels()` costs a lock and a lookup of
-# the label values each time, this a dictionary lookup (bounded as the labels are).
-_request_series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
-
-
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
-    key = (route, method, status)
-    series = _request_series.get(key)
-    if series is None:
-        series = _request_series[key] = (
-            http_requests.labels(route, method, str(status)),
-            http_seconds.labels(route, method),
-        )
-    series[0].inc()
-    series[1].observe(seconds)
+    request_series.record(route, method, status, seconds)
 
 
 def run_ended(graph: str, outcome: str, seconds: float) -> None:
