@@ -139,7 +139,7 @@ class RequestObserver:
             trace_id = IDS.generate_trace_id()
             if trace_id & TraceIdRatioBased.TRACE_ID_LIMIT >= self.bound:
                 span_id = IDS.generate_span_id()
-                header = b"00-%032x-%016x-%02x" % (trace_id, span_id, DROPPED)
+                header = b"00-%032x-%016x-02" % (trace_id, span_id)  # 02: DROPPED
                 return NonRecordingSpan(SpanContext(trace_id, span_id, False, DROPPED)), (b"traceparent", header)
         method = scope["method"]
         drawn = tracing.DRAWN_TRACE_ID.set(trace_id)

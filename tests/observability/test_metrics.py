@@ -3,8 +3,13 @@ run, model-token and query series of a real question."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import metrics as client_metrics
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
@@ -13,6 +18,7 @@ from datawell.config import Settings
 from datawell.errors import QueryError
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
+from datawell.observability import metrics
 from datawell.services import Overrides, Services
 from datawell.storage.access import namespace_named
 from datawell.storage.users import find_user
@@ -116,4 +122,54 @@ async def test_a_body_refused_for_its_size_is_counted(client: httpx.AsyncClient,
     assert (
         value(after, "datawell_http_requests_total", **labels)
         == value(before, "datawell_http_requests_total", **labels) + 1
+    )
+
+
+@pytest.mark.parametrize("created", [True, False])
+def test_the_request_series_are_what_a_counter_and_a_histogram_expose(
+    monkeypatch: pytest.MonkeyPatch, created: bool
+) -> None:
+    """`metrics.RequestSeries` keeps the request series itself (cheaper a request): a scrape
+    must read exactly what the client's `Counter` and `Histogram` of the same names give,
+    bucket edges, `_created` (and its switch) and both text formats included."""
+    monkeypatch.setattr(client_metrics, "_use_created", created)
+    client, ours = CollectorRegistry(), CollectorRegistry()
+    counter = Counter(
+        "datawell_http_requests",
+        "HTTP requests answered, by route template, method and status.",
+        ["route", "method", "status"],
+        registry=client,
+    )
+    histogram = Histogram(
+        "datawell_http_request_duration_seconds",
+        "Time to answer an HTTP request (to the end of its body), by route template and method.",
+        ["route", "method"],
+        buckets=metrics.FAST_BUCKETS,
+        registry=client,
+    )
+    series = metrics.RequestSeries(ours)
+    # On a bucket's edge, just over it, past the last one, zero: each in its own bucket.
+    for route, method, status, seconds in [
+        ("/api/v1/runs/{runId}", "GET", 200, 0.0025),
+        ("/api/v1/runs/{runId}", "GET", 200, 0.00251),
+        ("/api/v1/runs/{runId}", "GET", 404, 31.0),
+        ("/api/v1/runs/{runId}", "POST", 500, 0.0),
+        (metrics.UNMATCHED_ROUTE, "GET", 422, 0.4),
+    ]:
+        counter.labels(route, method, str(status)).inc()
+        histogram.labels(route, method).observe(seconds)
+        series.record(route, method, status, seconds)
+
+    def lines(exposed: bytes) -> list[str]:  # the creation times differ by microseconds
+        return sorted(re.sub(r"(_created.*) \S+$", r"\1 T", line) for line in exposed.decode().splitlines())
+
+    for render in (generate_latest, openmetrics_latest):
+        assert lines(render(ours)) == lines(render(client))
+    assert ("_created" in render(ours).decode()) is created
+    assert (
+        ours.get_sample_value(
+            "datawell_http_request_duration_seconds_bucket",
+            {"route": "/api/v1/runs/{runId}", "method": "GET", "le": "0.0025"},
+        )
+        == 1.0
     )
