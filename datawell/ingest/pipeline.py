@@ -240,7 +240,6 @@ class Ingest:
             self.dataset,
             self.attempt.id,
             self.tracker,
-            self.workdir,
             self.total_bytes,
             self.batch_rows,
             settings.ingest_bulk_process_bytes,
