@@ -210,7 +210,9 @@ def columnar(table: object, mapped: dict[str, str]) -> Columnar | None:
 Converted = dict[str, tuple[str, pa.Array]]  # field -> (its inferred type, its values as that type)
 
 
-def inferred(batches: Iterator[Positioned], inference: TypeInference) -> Iterator[tuple[pa.RecordBatch, int, Converted]]:
+def inferred(
+    batches: Iterator[Positioned], inference: TypeInference
+) -> Iterator[tuple[pa.RecordBatch, int, Converted]]:
     """Observe every batch's types; each batch comes with the columns that finding its types
     converted. A column's values are first converted to the type the batches before gave it:
     when they all fit, its type stays (the ladder's join of a type with any type whose values

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from datawell.ingest.pipeline import AttemptStopped, Ingest
 from datawell.ingest import worker
+from datawell.ingest.pipeline import AttemptStopped, Ingest
 from datawell.ingest.worker import Lease, Worker
 from datawell.services import Services
 from datawell.storage.tables import Ingestion, utcnow
@@ -161,7 +161,10 @@ async def test_progress_within_a_second_of_a_renewal_is_not_written_but_a_new_st
     await lease.progress(30, 3)
     assert ((a := await attempt(services, ingestion_id)).processed_bytes, a.processed_rows) == (10, 1)
     await lease.progress(40, 4, "publishing the rows")
-    assert ((a := await attempt(services, ingestion_id)).processed_bytes, a.status_message) == (40, "publishing the rows")
+    assert ((a := await attempt(services, ingestion_id)).processed_bytes, a.status_message) == (
+        40,
+        "publishing the rows",
+    )
     await asyncio.sleep(0.35)
     await lease.progress(50, 5)
     assert (await attempt(services, ingestion_id)).processed_rows == 5
