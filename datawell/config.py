@@ -142,6 +142,12 @@ class Settings(BaseSettings):
         description="Before a query runs: a LIMIT the question did not ask for is dropped, divisions give "
         "fractions, and grouped columns are selected (datawell/tools/shape.py).",
     )
+    query_mend: bool = Field(
+        True,
+        description="A refused query whose slip has one sensible reading (a table lacking a column another "
+        "dataset holds, a column read through the wrong alias, Unix seconds in a date function) is mended "
+        "and run without asking the model again (datawell/tools/mend.py).",
+    )
     query_refuse_uncovered: bool = Field(
         False,
         description="Refuse, before writing a query, a question whose words the catalog's fields do not cover "

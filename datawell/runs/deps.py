@@ -7,7 +7,7 @@ from langchain_core.runnables import RunnableConfig
 
 from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
 from datawell.graphs.curator.state import CuratorDeps
-from datawell.graphs.nl2ql.nodes import QueryDeps
+from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.view import NamespaceView
 from datawell.observability import recorder as recording
 from datawell.services import Services
@@ -45,6 +45,7 @@ def query_deps(services: Services) -> QueryDeps:
         name_columns=s.settings.query_name_columns,
         match_literals=s.settings.query_match_literals,
         fit_shape=s.settings.query_fit_shape,
+        mend=s.settings.query_mend,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
         candidates=s.settings.query_candidates,
         candidate_temperature=s.settings.query_candidate_temperature,

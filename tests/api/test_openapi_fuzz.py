@@ -208,10 +208,21 @@ def pg_account() -> Iterator[Account]:
     yield from account_on(PG_APP)
 
 
+def signed_in(case: schemathesis.Case, account: Account) -> dict[str, str]:
+    """The account's token, except where schemathesis made the case negative through its
+    Authorization header: replacing that would send a valid request it expects refused (a
+    case whose only other negative value cannot be serialised, and so is left out, was then
+    answered 200 and failed). Such a case goes as generated, and must be refused."""
+    negative = case.meta is not None and case.meta.generation.mode.is_negative
+    if negative and any(name.lower() == "authorization" for name in case.headers or {}):
+        return {}
+    return {"Authorization": f"Bearer {account.token}"}
+
+
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_answers_as_documented(case: schemathesis.Case, account: Account) -> None:
-    case.call_and_validate(headers={"Authorization": f"Bearer {account.token}"})
+    case.call_and_validate(headers=signed_in(case, account))
 
 
 @pg_schema.parametrize()
@@ -219,17 +230,17 @@ def test_every_operation_answers_as_documented(case: schemathesis.Case, account:
 @pytest.mark.postgres
 def test_every_operation_answers_as_documented_on_postgresql(case: schemathesis.Case, pg_account: Account) -> None:
     """The issue: on PostgreSQL, NUL characters made 98 of 10,519 fuzzed requests answer 500."""
-    case.call_and_validate(headers={"Authorization": f"Bearer {pg_account.token}"})
+    case.call_and_validate(headers=signed_in(case, pg_account))
 
 
 @mcp_schema.parametrize()
 @settings(max_examples=MCP_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_mcp_answers_as_documented(case: schemathesis.Case, account: Account) -> None:
-    case.call_and_validate(headers={"Authorization": f"Bearer {account.token}"})
+    case.call_and_validate(headers=signed_in(case, account))
 
 
 @pg_mcp_schema.parametrize()
 @settings(max_examples=MCP_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @pytest.mark.postgres
 def test_mcp_answers_as_documented_on_postgresql(case: schemathesis.Case, pg_account: Account) -> None:
-    case.call_and_validate(headers={"Authorization": f"Bearer {pg_account.token}"})
+    case.call_and_validate(headers=signed_in(case, pg_account))

@@ -29,7 +29,8 @@ from datawell.graphs.assistant.state import (
     Turn,
 )
 from datawell.graphs.events import AnswerDelta, AnswerReady, PlanReady, StepFinished, StepStarted, emit
-from datawell.graphs.nl2ql.nodes import QueryDeps, uncovered
+from datawell.graphs.nl2ql.deps import QueryDeps
+from datawell.graphs.nl2ql.nodes import uncovered
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryOutcome, QueryState
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured

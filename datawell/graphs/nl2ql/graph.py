@@ -11,7 +11,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from datawell.graphs.nl2ql import nodes
-from datawell.graphs.nl2ql.nodes import QueryDeps
+from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext, QueryInput, QueryState
 
 

@@ -5,53 +5,29 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-import sqlglot
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from sqlglot import exp
 
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
+from datawell.graphs.nl2ql.deps import QueryDeps
+from datawell.graphs.nl2ql.mending import data_change, fitted, mended, unknown_names
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
 from datawell.graphs.nl2ql.voting import run_candidates, sampling, vote
 from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
-from datawell.graphs.view import NO_LINKS, NamespaceView, helper_block
-from datawell.llm.models import ChatModels
-from datawell.prompts import PromptLibrary
-from datawell.tools.catalog import Catalog
+from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage
 from datawell.tools.coverage import refusal as coverage_refusal
-from datawell.tools.literals import match_literals
-from datawell.tools.names import NameTriage, flagged, query_names, triage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import Queries, QueryResult, TextEmbedder
-from datawell.tools.shape import fit_shape
 
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
 DONE = cast(Literal["__end__"], END)
-
-
-@dataclass(frozen=True)
-class QueryDeps:
-    tools: Queries
-    models: ChatModels
-    prompts: PromptLibrary
-    view: NamespaceView  # what the query writer is shown of the namespace
-    max_attempts: int = 3
-    dialect: str = "SQLite"  # whose date functions the model is told to use
-    # The query writer names the catalog columns it uses before its query (constrained output).
-    name_columns: bool = False
-    match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
-    fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/shape.py)
-    coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
-    candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
-    candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first
 
 
 def failure_feedback(query: str, exc: QueryError, what: str = "It was refused", hints: list[str] | None = None) -> str:
@@ -176,37 +152,11 @@ async def vote_on_candidates(
     return finish(found, reasoning, 1) | {"reasoning": reasoning, "draft": winner.result.query}
 
 
-async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
-    """The query with its shape fitted to the question (tools/shape.py) and its text literals
-    matched to stored values (tools/literals.py), and what changed, in words."""
-    changes: list[str] = []
-    if deps.fit_shape:
-        shaped = fit_shape(query, question)
-        query = shaped.query
-        changes += shaped.changes
-    if deps.match_literals:
-        matched = await match_literals(deps.tools, context.caller, context.namespace, query)
-        if matched.changes:
-            query = matched.query
-            changes.append(f"literals matched to the data: {'; '.join(matched.changes)}")
-    return query, changes
-
-
 async def uncovered(tools: Queries, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
     """The refusal of a question whose words the namespace's catalog does not cover, else ""."""
     catalog = await tools.catalog(context.caller, context.namespace)
     found = await coverage(question, catalog, embedder)
     return "" if found.covered else coverage_refusal(found, catalog)
-
-
-async def unknown_names(
-    deps: QueryDeps, context: QueryContext, question: str, query: str, exc: QueryError
-) -> tuple[NameTriage, Catalog]:
-    """Where the names the checker called unknown are in the namespace, and which ones the
-    question asks for that no dataset holds."""
-    catalog = await deps.tools.catalog(context.caller, context.namespace)
-    named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
-    return triage(named, catalog, question, used=query_names(query)), catalog
 
 
 def _give_up_if_spent(attempts: int, deps: QueryDeps, feedback: str) -> dict[str, Any]:
@@ -244,8 +194,9 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
             reasoning = f"{state.get('reasoning', '')}; {'; '.join(changes)}"
             update = {"draft": query, "reasoning": reasoning.lstrip("; ")}
     # --- end issue 27 ---
+    query = update.get("draft", state["draft"])
     try:
-        prepared = await deps.tools.prepare(context.caller, context.namespace, update.get("draft", state["draft"]))
+        prepared = await deps.tools.prepare(context.caller, context.namespace, query)
     except QueryError as exc:
         codes = {s.code for s in exc.sub_errors}
         change = data_change(state["draft"]) if NOT_A_SELECT in codes else ""
@@ -253,10 +204,15 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
             # The question asked to change data: no repair can make that a read, so the
             # service declines it rather than let the model try again.
             return settle(state, {"refusal": f"the question asks to change data ({change}); queries here only read it"})
+        written = not state.get("proposed", "").strip()  # a caller's own query runs as written or not at all
+        if written and (
+            repaired := await mended(deps, context, query, update.get("reasoning", state.get("reasoning", "")))
+        ):
+            return update | repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
         missing: list[str] = []
-        if UNKNOWN_NAMES & codes and not state.get("proposed", "").strip():
+        if UNKNOWN_NAMES & codes and written:
             found, catalog = await unknown_names(deps, context, state["question"], state["draft"], exc)
             if found.absent and state.get("missing"):
                 return settle(state, {"refusal": names_refusal(found, catalog)})
@@ -275,28 +231,6 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
             update |= (await deps.view.describe(context.caller, context.namespace)).state()
         return settle(state, update)
     return update | {"prepared": prepared}
-
-
-# Statements that change data or tables, by the keyword a refusal names them with.
-CHANGES: dict[type[exp.Expr], str] = {
-    exp.Delete: "DELETE",
-    exp.Update: "UPDATE",
-    exp.Insert: "INSERT",
-    exp.Merge: "MERGE",
-    exp.Drop: "DROP",
-    exp.TruncateTable: "TRUNCATE",
-    exp.Alter: "ALTER",
-    exp.Create: "CREATE",
-}
-
-
-def data_change(query: str) -> str:
-    """The keyword of a statement that changes data ("DELETE", "DROP", ...), else ""."""
-    try:
-        tree = sqlglot.parse_one(query)
-    except sqlglot.errors.SqlglotError:
-        return ""
-    return next((word for kind, word in CHANGES.items() if isinstance(tree, kind)), "")
 
 
 async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def _example(held: str, name: str, hint: ColumnHint | None) -> str:
     return f"{name} = <a value as the catalog shows it>"
 
 
-def _arguments(node: exp.Expr) -> Iterable[exp.Expr]:
+def date_arguments(node: exp.Expr) -> Iterable[exp.Expr]:
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         values = node.expressions[1:] if name == "strftime" else node.expressions
@@ -112,7 +112,7 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
         )
         if not is_date:
             continue
-        for argument in _arguments(node):
+        for argument in date_arguments(node):
             column = argument.unnest() if isinstance(argument, exp.Paren) else argument
             if not isinstance(column, exp.Column) or id(column) not in resolved:
                 continue

@@ -1,0 +1,28 @@
+"""What the nl2ql graph's nodes are given: the tools, the models and the switches of issue 27."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from datawell.graphs.view import NamespaceView
+from datawell.llm.models import ChatModels
+from datawell.prompts import PromptLibrary
+from datawell.tools.ql import Queries, TextEmbedder
+
+
+@dataclass(frozen=True)
+class QueryDeps:
+    tools: Queries
+    models: ChatModels
+    prompts: PromptLibrary
+    view: NamespaceView  # what the query writer is shown of the namespace
+    max_attempts: int = 3
+    dialect: str = "SQLite"  # whose date functions the model is told to use
+    # The query writer names the catalog columns it uses before its query (constrained output).
+    name_columns: bool = False
+    match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
+    fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/shape.py)
+    mend: bool = True  # a refused query's slips with one sensible reading mended without the model (tools/mend.py)
+    coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
+    candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)
+    candidate_temperature: float = 0.7  # the sampling temperature of candidates after the first

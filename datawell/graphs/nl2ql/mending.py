@@ -1,0 +1,83 @@
+"""What the service does to a query without the model (issue 27): before the checker sees it
+(its shape fitted, its literals matched), and after the checker refused it (slips mended,
+unknown names looked up in the whole catalog, a statement that changes data named)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from datawell.errors import QueryError
+from datawell.graphs.nl2ql.deps import QueryDeps
+from datawell.graphs.nl2ql.state import QueryContext
+from datawell.tools.catalog import Catalog
+from datawell.tools.literals import match_literals
+from datawell.tools.mend import mend
+from datawell.tools.names import NameTriage, flagged, query_names, triage
+from datawell.tools.shape import fit_shape
+
+
+async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
+    """The query with its shape fitted to the question (tools/shape.py) and its text literals
+    matched to stored values (tools/literals.py), and what changed, in words."""
+    changes: list[str] = []
+    if deps.fit_shape:
+        shaped = fit_shape(query, question)
+        query = shaped.query
+        changes += shaped.changes
+    if deps.match_literals:
+        matched = await match_literals(deps.tools, context.caller, context.namespace, query)
+        if matched.changes:
+            query = matched.query
+            changes.append(f"literals matched to the data: {'; '.join(matched.changes)}")
+    return query, changes
+
+
+async def unknown_names(
+    deps: QueryDeps, context: QueryContext, question: str, query: str, exc: QueryError
+) -> tuple[NameTriage, Catalog]:
+    """Where the names the checker called unknown are in the namespace, and which ones the
+    question asks for that no dataset holds."""
+    catalog = await deps.tools.catalog(context.caller, context.namespace)
+    named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
+    return triage(named, catalog, question, used=query_names(query)), catalog
+
+
+# Statements that change data or tables, by the keyword a refusal names them with.
+CHANGES: dict[type[exp.Expr], str] = {
+    exp.Delete: "DELETE",
+    exp.Update: "UPDATE",
+    exp.Insert: "INSERT",
+    exp.Merge: "MERGE",
+    exp.Drop: "DROP",
+    exp.TruncateTable: "TRUNCATE",
+    exp.Alter: "ALTER",
+    exp.Create: "CREATE",
+}
+
+
+def data_change(query: str) -> str:
+    """The keyword of a statement that changes data ("DELETE", "DROP", ...), else ""."""
+    try:
+        tree = sqlglot.parse_one(query)
+    except sqlglot.errors.SqlglotError:
+        return ""
+    return next((word for kind, word in CHANGES.items() if isinstance(tree, kind)), "")
+
+
+async def mended(deps: QueryDeps, context: QueryContext, query: str, reasoning: str) -> dict[str, Any]:
+    """The state update that runs the refused `query` mended (tools/mend.py), when a rule
+    changes it and the checker accepts the result; else {}."""
+    if not deps.mend:
+        return {}
+    found = mend(query, await deps.tools.catalog(context.caller, context.namespace))
+    if not found.changes:
+        return {}
+    try:
+        prepared = await deps.tools.prepare(context.caller, context.namespace, found.query)
+    except QueryError:
+        return {}
+    reasoning = f"{reasoning}; mended: {'; '.join(found.changes)}".lstrip("; ")
+    return {"draft": found.query, "prepared": prepared, "reasoning": reasoning}

@@ -1,0 +1,140 @@
+"""Mending a refused query without asking the model again (issue 27).
+
+On an unfamiliar schema a small query writer often gets the logic right and one name wrong,
+and its repairs go round in circles: told "student has no column 'course_id'", it sends the
+same query back. Three slips have only one sensible reading, so the service mends them
+itself when the checker refuses a query, and runs the mended query if the checker accepts
+it (the reasoning says what changed):
+
+- **The table that lacks a column.** `FROM course JOIN student ON course.course_id =
+  student.course_id`, where `student` has no `course_id` but exactly one other dataset
+  (`student_record`) holds every column the query reads of `student`: that dataset is read
+  instead, under the same alias.
+- **A column read through the wrong alias.** `t2.fare_basis_code` where `t2` lacks it and
+  exactly one other table of the same SELECT has it, outside a join condition (there,
+  moving the name would compare a table with itself).
+- **Unix seconds in a date function.** `strftime('%m', departure_time)` of a column that
+  holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
+
+Pure functions of the query text and the catalog. A query that does not parse, or that none
+of the rules change, comes back as it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
+from datawell.tools.checker.allowed import QL_DIALECT, SQLITE_FUNCTIONS
+from datawell.tools.checker.dates import DATE_FUNCTIONS, date_arguments
+from datawell.tools.names import parts
+
+
+@dataclass(frozen=True)
+class Mended:
+    query: str
+    changes: list[str] = field(default_factory=list)  # what changed, in words
+
+
+@dataclass
+class Source:
+    node: exp.Table
+    info: TableInfo
+
+    def has(self, column: str) -> bool:
+        return column.lower() in {c.lower() for c in self.info.columns}
+
+
+def mend(query: str, catalog: Catalog) -> Mended:
+    try:
+        tree = sqlglot.parse_one(query, read=QL_DIALECT)
+    except sqlglot.errors.SqlglotError:
+        return Mended(query)
+    changes: list[str] = []
+    for select in list(tree.find_all(exp.Select)):
+        sources = _sources(select, catalog)
+        changes += _swap_tables(select, sources, catalog)
+        changes += _requalify(select, sources)
+        changes += _epoch_to_timestamps(select, sources)
+    return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
+
+
+def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
+    """The datasets a SELECT reads directly, by the alias its columns use (lower case)."""
+    found: dict[str, Source] = {}
+    from_ = select.args.get("from_")
+    nodes = [from_.this] if from_ is not None else []
+    nodes += [join.this for join in select.args.get("joins") or []]
+    by_name = {t.name.lower(): t for t in catalog.tables}
+    for node in nodes:
+        if isinstance(node, exp.Table) and not node.db and (info := by_name.get(node.name.lower())):
+            found[node.alias_or_name.lower()] = Source(node, info)
+    return found
+
+
+def _own_columns(select: exp.Select) -> list[exp.Column]:
+    """The columns this SELECT reads itself (not those of its subqueries)."""
+    return [c for c in select.find_all(exp.Column) if c.name and c.find_ancestor(exp.Select) is select]
+
+
+def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:
+    changes: list[str] = []
+    read = {s.info.name for s in sources.values()}
+    for alias, source in sources.items():
+        used = {c.name.lower() for c in _own_columns(select) if c.table.lower() == alias}
+        missing = sorted(c for c in used if not source.has(c))
+        if not missing:
+            continue
+        holding = [t for t in catalog.tables if t.name not in read and used <= {c.lower() for c in t.columns}]
+        named_alike = [t for t in holding if set(parts(t.dataset_name)) & set(parts(source.info.dataset_name))]
+        chosen = holding if len(holding) == 1 else named_alike
+        if len(chosen) != 1:
+            continue
+        new = chosen[0]
+        if not source.node.alias:
+            source.node.set("alias", exp.TableAlias(this=exp.to_identifier(source.node.name)))
+        source.node.set("this", exp.to_identifier(new.name))
+        sources[alias] = Source(source.node, new)
+        read.add(new.name)
+        changes.append(
+            f"{source.info.name} has no {', '.join(missing)}: read {new.name}, which has {', '.join(sorted(used))}"
+        )
+    return changes
+
+
+def _requalify(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    changes: list[str] = []
+    for column in _own_columns(select):
+        mine = sources.get(column.table.lower())
+        if mine is None or mine.has(column.name) or column.find_ancestor(exp.Join) is not None:
+            continue
+        others = [alias for alias, s in sources.items() if s.has(column.name)]
+        if len(others) == 1:
+            changes.append(f"{column.table}.{column.name} read as {others[0]}.{column.name}")
+            column.set("table", exp.to_identifier(others[0]))
+    return changes
+
+
+def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    changes: list[str] = []
+    for node in list(select.find_all(*DATE_FUNCTIONS, exp.Anonymous)):
+        if isinstance(node, exp.Anonymous) and node.name.lower() not in SQLITE_FUNCTIONS:
+            continue
+        for argument in date_arguments(node):
+            column = argument.unnest() if isinstance(argument, exp.Paren) else argument
+            if not isinstance(column, exp.Column) or column.find_ancestor(exp.Select) is not select:
+                continue
+            holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
+            if len(holders) != 1 or not _holds_seconds(holders[0].info, column.name):
+                continue
+            column.replace(exp.UnixToTime(this=column.copy()))
+            changes.append(f"{column.sql(dialect=QL_DIALECT)} holds Unix seconds: read as to_timestamp()")
+    return changes
+
+
+def _holds_seconds(info: TableInfo, name: str) -> bool:
+    exact = next((c for c in info.columns if c.lower() == name.lower()), name)
+    hint = info.hints.get(exact)
+    return hint is not None and unix_seconds(exact, info.column_descriptions.get(exact, ""), hint)

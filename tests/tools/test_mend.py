@@ -1,0 +1,107 @@
+"""Issue 27: a refused query's slips that have one sensible reading, mended without the model."""
+
+from __future__ import annotations
+
+from datawell.storage.access import NamespaceRef
+from datawell.storage.hints import ColumnHint
+from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.mend import mend
+
+NAMESPACE = NamespaceRef("n1", "alice", "school")
+
+
+def table(name: str, *columns: str, hints: dict[str, ColumnHint] | None = None) -> TableInfo:
+    return TableInfo(
+        name=name,
+        dataset_id=name,
+        namespace=NAMESPACE,
+        physical=name,
+        description="",
+        columns={c: "integer" if c.endswith(("_id", "_time", "year")) else "text" for c in columns},
+        column_descriptions={},
+        hints=hints or {},
+    )
+
+
+SCHOOL = Catalog(
+    NAMESPACE,
+    [
+        table("course", "course_id", "name"),
+        table("student", "student_id", "lastname"),
+        table("student_record", "student_id", "course_id", "grade"),
+        table("area", "course_id", "area"),
+    ],
+)
+
+
+def test_a_table_lacking_a_column_is_swapped_for_the_one_dataset_holding_all_it_is_read_for() -> None:
+    query = (
+        "SELECT course.name, COUNT(student.student_id) AS enrolled FROM course "
+        "LEFT JOIN student ON course.course_id = student.course_id GROUP BY course.name"
+    )
+
+    found = mend(query, SCHOOL)
+
+    assert found.query == (
+        "SELECT course.name, COUNT(student.student_id) AS enrolled FROM course "
+        "LEFT JOIN student_record AS student ON course.course_id = student.course_id GROUP BY course.name"
+    )
+    assert found.changes == ["student has no course_id: read student_record, which has course_id, student_id"]
+
+
+def test_no_swap_when_more_than_one_dataset_could_stand_in() -> None:
+    """`student_id` is in student and student_record, and neither is named like `course`:
+    the swap needs one clear choice."""
+    assert mend("SELECT c.student_id FROM course AS c", SCHOOL).changes == []
+
+
+def test_a_column_read_through_the_wrong_alias_is_read_through_the_table_that_has_it() -> None:
+    query = "SELECT r.name, r.grade FROM course AS c JOIN student_record AS r ON r.course_id = c.course_id"
+
+    found = mend(query, SCHOOL)
+
+    assert found.query == (
+        "SELECT c.name, r.grade FROM course AS c JOIN student_record AS r ON r.course_id = c.course_id"
+    )
+    assert found.changes == ["r.name read as c.name"]
+
+
+def test_a_join_condition_is_never_requalified() -> None:
+    """Moving `r.name` in the ON to `c.name` would compare a table with itself."""
+    query = "SELECT c.name FROM course AS c JOIN student_record AS r ON r.name = c.name"
+    assert mend(query, SCHOOL).changes == []
+
+
+SECONDS = ColumnHint(type="integer", low=1_577_836_800, high=1_580_515_200)  # January 2020
+FLIGHTS = Catalog(
+    NAMESPACE,
+    [
+        table("flight", "flight_id", "departure_time", "year", hints={"departure_time": SECONDS}),
+        table("season", "year", hints={"year": ColumnHint(type="integer", low=2019, high=2024)}),
+    ],
+)
+
+
+def test_unix_seconds_in_a_date_function_are_read_as_a_timestamp() -> None:
+    query = "SELECT strftime('%m', departure_time) AS month, COUNT(*) FROM flight GROUP BY month"
+
+    found = mend(query, FLIGHTS)
+
+    assert found.query == (
+        "SELECT STRFTIME('%m', TO_TIMESTAMP(departure_time)) AS month, COUNT(*) FROM flight GROUP BY month"
+    )
+    assert found.changes == ["departure_time holds Unix seconds: read as to_timestamp()"]
+    extracted = mend("SELECT EXTRACT(MONTH FROM f.departure_time) FROM flight AS f", FLIGHTS)
+    assert extracted.query == "SELECT EXTRACT(MONTH FROM TO_TIMESTAMP(f.departure_time)) FROM flight AS f"
+
+
+def test_other_numbers_in_a_date_function_are_left_to_the_checker() -> None:
+    """A year is compared as stored; the checker says so, and the model repairs it."""
+    assert mend("SELECT strftime('%Y', year) FROM season", FLIGHTS).changes == []
+    assert mend("SELECT strftime('%Y', flight_id) FROM flight", FLIGHTS).changes == []
+
+
+def test_a_query_that_does_not_parse_or_needs_nothing_comes_back_as_it_was() -> None:
+    for query in ("SELEC name FROM", "SELECT name FROM course WHERE course_id = 1"):
+        found = mend(query, SCHOOL)
+        assert (found.query, found.changes) == (query, [])

@@ -1,0 +1,76 @@
+"""Issue 27: a refused query whose slip has one sensible reading runs mended, with no second
+model call, on the real checker and each store; the reasoning says what changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from datawell.graphs.events import QueryGenerated, RowsReady
+from datawell.graphs.nl2ql.state import QueryDraft
+from datawell.llm.scripted import ScriptedChatModel
+from datawell.runs import AskRequest, Runs
+from datawell.services import Services
+from tests.tools.conftest import World, load
+
+MARCH_2024 = 1_709_251_200  # 2024-03-01 00:00 UTC
+
+
+@pytest.fixture
+async def refunds(services: Services, world: World) -> World:
+    await load(
+        services, world.sales, world.alice, "refunds",
+        {"order_id": "the refunded order", "amount": "EUR refunded", "refund_time": "when, in Unix seconds"},
+        {"order_id": "integer", "amount": "real", "refund_time": "integer"},
+        [{"order_id": 1, "amount": 5.0, "refund_time": MARCH_2024},
+         {"order_id": 2, "amount": 2.5, "refund_time": MARCH_2024 + 86_400},
+         {"order_id": 1, "amount": 1.0, "refund_time": MARCH_2024 + 40 * 86_400}],
+    )  # fmt: skip
+    return world
+
+
+async def ask(services: Services, world: World, question: str) -> list[object]:
+    run = await Runs(services).start_nl2ql(AskRequest(world.alice, world.sales, question))
+    return [event async for event in run.events()]
+
+
+async def test_a_column_read_through_the_wrong_alias_runs_mended(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [
+        QueryDraft(
+            query="SELECT o.order_id, SUM(o.amount) AS refunded FROM orders AS o "
+            "JOIN refunds AS r ON r.order_id = o.order_id GROUP BY o.order_id ORDER BY o.order_id"
+        )
+    ]
+
+    events = await ask(services, refunds, "How much was refunded for each order?")
+
+    mended = (
+        "SELECT o.order_id, SUM(r.amount) AS refunded FROM orders AS o "
+        "JOIN refunds AS r ON r.order_id = o.order_id GROUP BY o.order_id ORDER BY o.order_id"
+    )
+    assert events[0] == QueryGenerated(
+        query=mended, reasoning="written by the query model; mended: o.amount read as r.amount", attempts=1
+    )
+    assert isinstance(events[1], RowsReady)
+    assert [(row["order_id"], row["refunded"]) for row in events[1].rows] == [(1, 6.0), (2, 2.5)]
+    assert len(chat_model.calls) == 1  # no repair was asked of the model
+
+
+async def test_unix_seconds_in_a_date_function_run_as_timestamps(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [
+        QueryDraft(query="SELECT strftime('%Y-%m', refund_time) AS month, COUNT(*) AS n FROM refunds GROUP BY month")
+    ]
+
+    events = await ask(services, refunds, "How many refunds were there each month?")
+
+    assert isinstance(events[0], QueryGenerated)
+    assert events[0].query == (
+        "SELECT STRFTIME('%Y-%m', TO_TIMESTAMP(refund_time)) AS month, COUNT(*) AS n FROM refunds GROUP BY month"
+    )
+    assert events[0].reasoning.endswith("mended: refund_time holds Unix seconds: read as to_timestamp()")
+    assert isinstance(events[1], RowsReady)
+    assert sorted((row["month"], row["n"]) for row in events[1].rows) == [("2024-03", 2), ("2024-04", 1)]
+    assert len(chat_model.calls) == 1
