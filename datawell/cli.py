@@ -16,13 +16,15 @@ import typer
 
 from datawell.commands import ask, data, demo, rows, upload
 from datawell.commands.examples import examples_app
-from datawell.commands.local import Metadata, run, run_metadata
+from datawell.commands.local import Metadata, run, run_in_session, run_metadata
 from datawell.config import Settings
 from datawell.errors import NotFound
 from datawell.evals.commands import eval_app
 from datawell.storage import access, ingestions, users
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from datawell.services import Services
 
 app = typer.Typer(help="Datawell: an open data platform for agents.", no_args_is_help=True)
@@ -105,12 +107,7 @@ def worker(
 @users_app.command("create")
 def users_create(name: str) -> None:
     """Create a user."""
-
-    async def work(metadata: Metadata) -> None:
-        async with metadata.db.session() as session:
-            await users.create_user(session, name)
-
-    run_metadata(work)
+    run_in_session(lambda session: users.create_user(session, name))
     typer.echo(f"created user {name}")
 
 
@@ -118,11 +115,10 @@ def users_create(name: str) -> None:
 def users_list() -> None:
     """List users."""
 
-    async def work(metadata: Metadata) -> list[str]:
-        async with metadata.db.session() as session:
-            return [u.username for u in await users.list_users(session)]
+    async def work(session: AsyncSession) -> list[str]:
+        return [u.username for u in await users.list_users(session)]
 
-    for name in run_metadata(work):
+    for name in run_in_session(work):
         typer.echo(name)
 
 
@@ -147,12 +143,7 @@ def token_issue(
 @token_app.command("revoke")
 def token_revoke(token_id: str) -> None:
     """Revoke a token by its id; requests with it get 401 from then on."""
-
-    async def work(metadata: Metadata) -> None:
-        async with metadata.db.session() as session:
-            await users.revoke_token(session, token_id)
-
-    run_metadata(work)
+    run_in_session(lambda session: users.revoke_token(session, token_id))
     typer.echo(f"revoked token {token_id}")
 
 
@@ -165,11 +156,7 @@ def grants_add(
     """Give USER read or write access to a namespace."""
     owner, name = split_namespace(namespace)
 
-    async def work(metadata: Metadata) -> None:
-        async with metadata.db.session() as session:
-            await access.set_grant(session, owner, name, user, permission)
-
-    run_metadata(work)
+    run_in_session(lambda session: access.set_grant(session, owner, name, user, permission))
     typer.echo(f"granted {permission.value} on {namespace} to {user}")
 
 
@@ -178,11 +165,7 @@ def grants_remove(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE
     """Take away USER's access to a namespace."""
     owner, name = split_namespace(namespace)
 
-    async def work(metadata: Metadata) -> bool:
-        async with metadata.db.session() as session:
-            return await access.remove_grant(session, owner, name, user)
-
-    removed = run_metadata(work)
+    removed = run_in_session(lambda session: access.remove_grant(session, owner, name, user))
     typer.echo(f"removed {user}'s grant on {namespace}" if removed else f"{user} had no grant on {namespace}")
 
 
@@ -191,11 +174,7 @@ def grants_list(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")
     """List who has access to a namespace."""
     owner, name = split_namespace(namespace)
 
-    async def work(metadata: Metadata) -> list[tuple[str, str]]:
-        async with metadata.db.session() as session:
-            return await access.list_grants(session, owner, name)
-
-    for grantee, permission in run_metadata(work):
+    for grantee, permission in run_in_session(lambda session: access.list_grants(session, owner, name)):
         typer.echo(f"{grantee}\t{permission}")
 
 
@@ -203,14 +182,13 @@ def grants_list(namespace: Annotated[str, typer.Argument(help="OWNER/NAMESPACE")
 def ingestions_cancel(ingestion_id: str) -> None:
     """Cancel a queued or running ingestion; its worker stops and removes what it staged."""
 
-    async def work(metadata: Metadata) -> None:
-        async with metadata.db.session() as session:
-            ingestion = await ingestions.get_ingestion(session, ingestion_id)
-            if ingestion is None:
-                raise NotFound(f"ingestion {ingestion_id} does not exist")
-            await ingestions.cancel(session, ingestion, "cancelled from the command line")
+    async def work(session: AsyncSession) -> None:
+        ingestion = await ingestions.get_ingestion(session, ingestion_id)
+        if ingestion is None:
+            raise NotFound(f"ingestion {ingestion_id} does not exist")
+        await ingestions.cancel(session, ingestion, "cancelled from the command line")
 
-    run_metadata(work)
+    run_in_session(work)
     typer.echo(f"cancelled ingestion {ingestion_id}")
 
 

@@ -148,6 +148,11 @@ class Settings(BaseSettings):
         "dataset holds, a column read through the wrong alias, Unix seconds in a date function) is mended "
         "and run without asking the model again (datawell/tools/mend.py).",
     )
+    query_refuse_unheld_subject: bool = Field(
+        True,
+        description="Refuse, before writing a query, a question whose subject (what it asks for: 'the email "
+        "address of each author') is no word the catalog holds (datawell/tools/coverage.py).",
+    )
     query_refuse_uncovered: bool = Field(
         False,
         description="Refuse, before writing a query, a question whose words the catalog's fields do not cover "

@@ -20,7 +20,7 @@ from datawell.ontology.links import bump_version, remove_dataset_links
 from datawell.storage import hints
 from datawell.storage.access import NamespaceRef, Permission, authorize, find_namespace
 from datawell.storage.datasets import DatasetRef, check_schema, find_dataset, get_dataset
-from datawell.storage.db import Database
+from datawell.storage.db import Database, has_table
 from datawell.storage.ingestions import cancel_active
 from datawell.storage.objects import ObjectStore
 from datawell.storage.rows import RowStore, column_type, stage_table, staging_name
@@ -164,7 +164,7 @@ async def _change_columns(rows: RowStore, record: Dataset, schema: dict[str, str
     removed = [current[k] for k in current.keys() - wanted.keys()]
     table = rows.table(record)
     async with rows.engine.begin() as connection:
-        if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+        if not await has_table(connection, table.name):
             return
         used = {}
         for field in removed:

@@ -16,6 +16,8 @@ from datawell.config import Settings
 from datawell.errors import DatawellError
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from datawell.services import Services
     from datawell.storage.db import Database
     from datawell.storage.tokens import TokenAuthority
@@ -70,3 +72,13 @@ def run_metadata(work: Callable[[Metadata], Awaitable[T]]) -> T:
             await db.close()
 
     return finish(main)
+
+
+def run_in_session(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run one command in one session of the metadata database (committed when it returns)."""
+
+    async def in_session(metadata: Metadata) -> T:
+        async with metadata.db.session() as session:
+            return await work(session)
+
+    return run_metadata(in_session)

@@ -6,7 +6,8 @@ catalog (fields, descriptions, and values as hints would show them).
 
 Prints, per suite, how many answerable questions it would refuse and how many refusal cases
 it catches (refusals that ask to change data are counted apart: the query writer's
-data-change rule declines those)."""
+data-change rule declines those), for refusal by coverage and, under `subject`, for the
+refusal of a question whose subject the catalog holds no word of (on by default)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from datawell.evals.suites import Suite, bundled_suites, load_suite
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import EXAMPLES, TEXT_VALUES, ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.coverage import SHARE, THRESHOLD, coverage
+from datawell.tools.coverage import SHARE, THRESHOLD, coverage, held, subject
 from datawell.tools.ql import TextEmbedder
 
 CHANGES = ("delete", "drop", "update", "insert", "remove", "truncate")
@@ -68,6 +69,8 @@ async def check_suite(path: Path, embedder: TextEmbedder, threshold: float, shar
             continue
         namespace = case.vars.namespace or suite.fixtures[0]
         found = await coverage(question, catalogs[namespace], embedder, threshold, share)
+        asks_for = subject(question)
+        unheld = bool(asks_for) and not held(asks_for, catalogs[namespace])
         refusal = case.expected.refuse or "refuse" in suite.tags(case)
         if refusal and any(w in question.lower() for w in CHANGES):
             tally["change refusals"] += 1
@@ -75,8 +78,12 @@ async def check_suite(path: Path, embedder: TextEmbedder, threshold: float, shar
         elif refusal:
             tally["refusals"] += 1
             tally["refusals caught"] += not found.covered
+            tally["subject: refusals caught"] += unheld
         else:
             tally["answerable"] += 1
+            tally["subject: answerable refused"] += unheld
+            if unheld:
+                refused_answerable.append(f"{case.id}: {question} (subject {asks_for} not held)")
             if not found.covered:
                 tally["answerable refused"] += 1
                 refused_answerable.append(f"{case.id}: {question} (uncovered {found.uncovered})")

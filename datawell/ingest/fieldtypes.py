@@ -31,15 +31,21 @@ def is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
+def truth_of(word: str, true_words: frozenset[str], false_words: frozenset[str]) -> bool | None:
+    """What a yes/no word says (case and surrounding space aside); None when it is neither."""
+    word = word.strip().lower()
+    if word in true_words:
+        return True
+    if word in false_words:
+        return False
+    return None
+
+
 def _as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in TRUE_WORDS:
-            return True
-        if word in FALSE_WORDS:
-            return False
+    if isinstance(value, str) and (truth := truth_of(value, TRUE_WORDS, FALSE_WORDS)) is not None:
+        return truth
     raise CoercionError("expects true/false (or yes/no)")
 
 

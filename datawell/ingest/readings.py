@@ -12,6 +12,8 @@ from decimal import Decimal, InvalidOperation
 from functools import cache
 from typing import Any
 
+from datawell.ingest.fieldtypes import truth_of
+
 _CURRENCY_NAMES = {
     "euro": "EUR", "euros": "EUR", "eur": "EUR", "€": "EUR", "dollar": "USD", "dollars": "USD", "usd": "USD",
     "$": "USD", "us$": "USD", "pound": "GBP", "pounds": "GBP", "gbp": "GBP", "£": "GBP", "yen": "JPY", "jpy": "JPY",
@@ -285,9 +287,6 @@ def read_date(value: str, order: str) -> datetime:
 
 
 def read_boolean(value: str) -> bool:
-    word = value.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise Unreadable("is not yes or no")
+    if (truth := truth_of(value, TRUE_WORDS, FALSE_WORDS)) is None:
+        raise Unreadable("is not yes or no")
+    return truth

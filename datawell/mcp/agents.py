@@ -103,15 +103,7 @@ async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolRe
                 case StepStarted():
                     await call.progress(event.index + 0.5, total, f"step {event.index}: {event.instruction}")
                 case StepFinished():
-                    steps.append(
-                        StepResult(
-                            index=event.index,
-                            instruction=event.instruction,
-                            query=event.query,
-                            rows=event.rows,
-                            error=event.error,
-                        )
-                    )
+                    steps.append(StepResult.model_validate(event, from_attributes=True))
                     await call.progress(event.index + 1, total, f"step {event.index}: {len(event.rows)} rows")
                 case AnswerReady():
                     await call.progress(len(plan) + 2, len(plan) + 2, "answered")

@@ -214,18 +214,7 @@ async def links(call: Call, arguments: NamespaceArguments) -> CallToolResult:
     namespace = await readable_namespace(call, arguments.namespace)
     async with call.services.db.session() as session:
         found = await active_links(session, namespace.id)
-    items = [
-        LinkItem(
-            id=link.id,
-            origin=link.origin,
-            destination=link.destination,
-            match_type=link.match_type,
-            hits=link.hits,
-            score=link.score,
-            reason=link.reason,
-        )
-        for link in found
-    ]
+    items = [LinkItem.model_validate(link, from_attributes=True) for link in found]
     return tool_result(LinksOutput(owner=namespace.owner, namespace=namespace.name, links=items))
 
 

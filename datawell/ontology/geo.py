@@ -17,8 +17,9 @@ import sqlalchemy as sa
 
 from datawell.ontology.candidate import Candidate, CandidateOptions
 from datawell.ontology.links import MatchType
-from datawell.ontology.profiles import FieldKey, has_table
+from datawell.ontology.profiles import FieldKey
 from datawell.storage.datasets import DatasetRef
+from datawell.storage.db import has_table
 from datawell.storage.rows import RowStore
 
 EARTH_RADIUS_KM = 6371.0088

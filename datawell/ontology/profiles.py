@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from datawell.ontology.values import (
     EMPTY,
@@ -23,6 +22,7 @@ from datawell.ontology.values import (
     normalize,
 )
 from datawell.storage.datasets import DatasetRef
+from datawell.storage.db import has_table
 from datawell.storage.rows import RowStore
 
 # Share of a field's distinct values that must be prefixed codes ("C-001") or countries for
@@ -129,11 +129,6 @@ def _add_countries(profile: FieldProfile, forms: list[str]) -> None:
     found = [table[f] for f in forms if f in table]
     if len(found) >= COUNTRY_SHARE * len(forms):
         profile.countries = hashes(found)
-
-
-async def has_table(connection: AsyncConnection, name: str) -> bool:
-    """Whether a dataset's row table exists yet (it appears with the first published rows)."""
-    return bool(await connection.run_sync(lambda sync: sa.inspect(sync).has_table(name)))
 
 
 async def read_profiles(rows: RowStore, datasets: Iterable[DatasetRef]) -> list[FieldProfile]:

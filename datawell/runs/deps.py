@@ -46,6 +46,7 @@ def query_deps(services: Services) -> QueryDeps:
         match_literals=s.settings.query_match_literals,
         fit_shape=s.settings.query_fit_shape,
         mend=s.settings.query_mend,
+        refuse_unheld_subject=s.settings.query_refuse_unheld_subject,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
         candidates=s.settings.query_candidates,
         candidate_temperature=s.settings.query_candidate_temperature,

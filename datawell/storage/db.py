@@ -13,9 +13,9 @@ from typing import Any
 import aiosqlite
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event, make_url, text
+from sqlalchemy import event, inspect, make_url, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from datawell.storage.direct import DirectReads
 
@@ -56,6 +56,11 @@ def create_engine(url: str, *, lazy: bool = False) -> AsyncEngine:
         event.listen(engine.sync_engine, "connect", partial(_sqlite_pragmas, lazy=lazy))
         return engine
     return create_async_engine(url, pool_pre_ping=True)
+
+
+async def has_table(connection: AsyncConnection, name: str) -> bool:
+    """Whether a table exists (a dataset's row table appears with its first published rows)."""
+    return bool(await connection.run_sync(lambda sync: inspect(sync).has_table(name)))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, lazy: bool = False) -> None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.dialects import postgresql, sqlite
 
 from datawell.storage.arrow_values import ARROW_TYPES
-from datawell.storage.db import Database
+from datawell.storage.db import Database, has_table
 from datawell.storage.rows import RowStore, dataset_columns
 from datawell.storage.tables import Dataset, DatasetHints, utcnow
 
@@ -67,7 +67,7 @@ async def compute(rows: RowStore, dataset: Dataset) -> TableHints:
     table = rows.table(dataset)
     types = dataset_columns(dataset)
     async with rows.engine.connect() as connection:
-        if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+        if not await has_table(connection, table.name):
             return TableHints(rows=0, columns={})
         texts = [name for name, kind in types.items() if kind == "text"]
         samples = {name: await _group(connection, table.c[name], SAMPLE) for name in texts}

@@ -45,7 +45,7 @@ from datawell.storage.bulk import (
     sqlite_path,
     staged,
 )
-from datawell.storage.db import create_engine
+from datawell.storage.db import create_engine, has_table
 from datawell.storage.tables import Dataset
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class RowStore:
         except sa.exc.DBAPIError:
             # Two ingestions of a new dataset publishing at once: both checked, one created it.
             async with self.engine.connect() as connection:
-                if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+                if not await has_table(connection, table.name):
                     raise
         return table
 
@@ -257,7 +257,7 @@ class RowStore:
             count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
         await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
         # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
-        exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
+        exists = await has_table(connection, table.name)
         if (
             not exists
             or (await connection.execute(sa.select(sa.literal(1)).select_from(table).limit(1))).first() is None
@@ -320,7 +320,7 @@ class RowStore:
         """Delete the published rows of one ingestion (cancelled as it published); how many."""
         table = self.table(dataset)
         async with self.engine.begin() as connection:
-            if not await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name)):
+            if not await has_table(connection, table.name):
                 return 0
             result = await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
         return int(result.rowcount or 0)
@@ -329,8 +329,7 @@ class RowStore:
         """Delete every row of the dataset; returns how many."""
         table = self.table(dataset)
         async with self.engine.begin() as connection:
-            exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
-            if not exists:
+            if not await has_table(connection, table.name):
                 return 0
             result = await connection.execute(table.delete())
         return int(result.rowcount or 0)
@@ -338,8 +337,7 @@ class RowStore:
     async def count(self, dataset: Dataset) -> int:
         table = self.table(dataset)
         async with self.engine.connect() as connection:
-            exists = await connection.run_sync(lambda c: sa.inspect(c).has_table(table.name))
-            if not exists:
+            if not await has_table(connection, table.name):
                 return 0
             return int((await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one())
 

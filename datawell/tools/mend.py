@@ -10,9 +10,10 @@ it (the reasoning says what changed):
   student.course_id`, where `student` has no `course_id` but exactly one other dataset
   (`student_record`) holds every column the query reads of `student`: that dataset is read
   instead, under the same alias.
-- **A column read through the wrong alias.** `t2.fare_basis_code` where `t2` lacks it and
-  exactly one other table of the same SELECT has it, outside a join condition (there,
-  moving the name would compare a table with itself).
+- **A column read through the wrong alias.** `t2.fare_basis_code` where `t2` lacks it, or
+  `p.unit_price_eur` where the query defines no `p`, and exactly one table of the same
+  SELECT has it, outside a join condition (there, moving the name would compare a table
+  with itself).
 - **Unix seconds in a date function.** `strftime('%m', departure_time)` of a column that
   holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
 
@@ -53,10 +54,11 @@ def mend(query: str, catalog: Catalog) -> Mended:
     except sqlglot.errors.SqlglotError:
         return Mended(query)
     changes: list[str] = []
+    defined = _aliases(tree)
     for select in list(tree.find_all(exp.Select)):
         sources = _sources(select, catalog)
         changes += _swap_tables(select, sources, catalog)
-        changes += _requalify(select, sources)
+        changes += _requalify(select, sources, defined)
         changes += _epoch_to_timestamps(select, sources)
     return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
 
@@ -72,6 +74,15 @@ def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
         if isinstance(node, exp.Table) and not node.db and (info := by_name.get(node.name.lower())):
             found[node.alias_or_name.lower()] = Source(node, info)
     return found
+
+
+def _aliases(tree: exp.Expr) -> set[str]:
+    """Every name a column may be qualified with anywhere in the query: tables, their aliases,
+    subqueries' and CTEs' names (an outer query's alias is a correlated subquery's to use)."""
+    named = [t.alias_or_name for t in tree.find_all(exp.Table)]
+    named += [s.alias for s in tree.find_all(exp.Subquery) if s.alias]
+    named += [c.alias for c in tree.find_all(exp.CTE) if c.alias]
+    return {n.lower() for n in named}
 
 
 def _own_columns(select: exp.Select) -> list[exp.Column]:
@@ -104,11 +115,16 @@ def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalo
     return changes
 
 
-def _requalify(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]) -> list[str]:
+    """A column read through an alias whose table lacks it, or through an alias the query never
+    defines (`p.unit_price_eur` with no `p`), when one table of the SELECT has it."""
     changes: list[str] = []
     for column in _own_columns(select):
-        mine = sources.get(column.table.lower())
-        if mine is None or mine.has(column.name) or column.find_ancestor(exp.Join) is not None:
+        qualifier = column.table.lower()
+        mine = sources.get(qualifier)
+        if not qualifier or column.find_ancestor(exp.Join) is not None:
+            continue
+        if (mine is None and qualifier in defined) or (mine is not None and mine.has(column.name)):
             continue
         others = [alias for alias, s in sources.items() if s.has(column.name)]
         if len(others) == 1:

@@ -172,8 +172,12 @@ async def test_edit_rename_and_delete_a_dataset(client: httpx.AsyncClient, alice
     )
     assert bad.status_code == 422 and 'value="1x"' in bad.text
 
+    asked = await client.get("/datasets/alice/sales/purchases/clear")
+    assert "Clear alice/sales/purchases?" in asked.text and "rows and their search vectors" in asked.text
+    assert 'action="/datasets/alice/sales/purchases/clear"' in asked.text
     confirm = await client.get("/datasets/alice/sales/purchases/delete")
-    assert "Delete alice/sales/purchases?" in confirm.text
+    assert "Delete alice/sales/purchases?" in confirm.text and "The name is free again at once." in confirm.text
+    assert 'action="/datasets/alice/sales/purchases/delete"' in confirm.text
     deleted = await client.post("/datasets/alice/sales/purchases/delete", data={"csrf": csrf})
     assert deleted.status_code == 303
     home = await client.get(deleted.headers["location"])

@@ -239,7 +239,7 @@ async def test_a_name_no_dataset_holds_is_declined_when_the_repair_asks_for_it_a
         QueryDraft(query="SELECT name, email_address FROM customers"),
     ]
 
-    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the email address of each customer?"))
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "List each customer with their email address"))
 
     assert [event.model_dump() for event in events] == [
         {
@@ -288,7 +288,10 @@ async def test_a_repair_is_told_where_an_unknown_name_is_in_the_catalog(
 async def test_a_question_the_catalog_does_not_cover_is_refused_before_any_model_call(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
-    settings = services.settings.model_copy(update={"query_refuse_uncovered": True})
+    # Refusal by the question's subject (on by default) would decline it first: see below.
+    settings = services.settings.model_copy(
+        update={"query_refuse_uncovered": True, "query_refuse_unheld_subject": False}
+    )
     run = await Runs(dataclasses.replace(services, settings=settings)).start_nl2ql(
         AskRequest(shop.user, shop.namespace, "What are the opening hours and phone numbers?")
     )
@@ -358,3 +361,39 @@ async def test_when_no_candidate_runs_the_first_is_repaired(
 
     assert isinstance(events[0], QueryGenerated) and (events[0].query, events[0].attempts) == (OSLO, 2)
     assert f"Your previous query was:\n{bad}" in chat_model.prompts()[2]
+
+
+async def test_a_question_whose_subject_no_dataset_holds_is_refused_before_any_model_call(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: "the email address of each customer" asks for an email address, and no name,
+    description or value of the shop holds either word: declined, no query written."""
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the email address of each customer?"))
+
+    assert [event.model_dump() for event in events] == [
+        {
+            "type": "error",
+            "error_code": "QUERY_REFUSED",
+            "message": "the datasets cannot answer this: no dataset holds anything like email address; the "
+            "datasets hold: customers (id, name, city); orders (id, customer_id, amount, ordered_at)",
+        }
+    ]
+    assert chat_model.calls == [] and tools.ran() == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the total revenue?",  # computed from amounts: no column need be called so
+        "How many customers live in Oslo?",
+        "Will it rain tomorrow?",  # no subject by its opening: the model decides
+    ],
+)
+async def test_a_question_whose_subject_the_catalog_holds_or_computes_goes_to_the_model(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel, question: str
+) -> None:
+    chat_model.script.append(QueryDraft(refusal="scripted"))
+
+    await ask(services, AskRequest(shop.user, shop.namespace, question))
+
+    assert len(chat_model.calls) == 1

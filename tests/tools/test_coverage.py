@@ -6,7 +6,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.coverage import content_words, coverage, refusal
+from datawell.tools.coverage import content_words, coverage, held, refusal, subject
 
 SHOP = NamespaceRef("n1", "alice", "shop")
 CATALOG = Catalog(
@@ -40,4 +40,38 @@ async def test_a_question_about_what_no_field_holds_is_refused_naming_what_exist
     assert not found.covered and found.uncovered == ["opening", "hours", "phone"]
     assert refusal(found, CATALOG) == (
         "the datasets hold nothing about 'opening', 'hours', 'phone'; they hold: customers (name, city)"
+    )
+
+
+def test_the_subject_is_what_the_question_opens_by_asking_for() -> None:
+    assert subject("What is the email address of each author?") == ["email", "address"]
+    assert subject("What are the office phone numbers of the instructors?") == ["office", "phone"]
+    assert subject("How many passengers flew on each flight?") == ["passengers", "flew"]
+    assert subject("How much does a checked bag cost on each airline?") == ["checked", "bag"]
+    assert subject("List the titles of all publications, newest first") == ["titles"]
+    # Only the first line: sql-eval's questions carry instructions after it.
+    assert subject("What is the total cost of fares?\n\nInstructions: use the phone table") == ["cost"]
+    # Quantities computed from other values, and questions that open otherwise, have none.
+    assert subject("What was the revenue of delivered orders?") == []
+    assert subject("Will it rain tomorrow?") == []
+
+
+def test_a_subject_is_held_by_a_word_a_shared_stem_or_an_abbreviation_in_the_catalog() -> None:
+    assert held(["customer"], CATALOG)  # "customers", a table name
+    assert held(["cities"], Catalog(SHOP, [table_with("city_code")]))  # a plural
+    assert held(["oslo"], CATALOG)  # a stored value
+    assert held(["population"], Catalog(SHOP, [table_with("pop")]))  # an abbreviation begins it
+    assert not held(["email", "address"], CATALOG)
+    assert not held(["fee"], Catalog(SHOP, [table_with("feedback")]))  # a longer word is no abbreviation
+
+
+def table_with(column: str) -> TableInfo:
+    return TableInfo(
+        name="things",
+        dataset_id="d2",
+        namespace=SHOP,
+        physical="rows_things",
+        description="",
+        columns={column: "text"},
+        column_descriptions={},
     )

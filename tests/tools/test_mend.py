@@ -105,3 +105,22 @@ def test_a_query_that_does_not_parse_or_needs_nothing_comes_back_as_it_was() -> 
     for query in ("SELEC name FROM", "SELECT name FROM course WHERE course_id = 1"):
         found = mend(query, SCHOOL)
         assert (found.query, found.changes) == (query, [])
+
+
+def test_a_column_read_through_an_alias_the_query_never_defines_is_read_through_the_table_that_has_it() -> None:
+    query = "SELECT c.name, SUM(p.grade) FROM course AS c JOIN student_record AS r ON r.course_id = c.course_id"
+
+    found = mend(query, SCHOOL)
+
+    assert found.query == (
+        "SELECT c.name, SUM(r.grade) FROM course AS c JOIN student_record AS r ON r.course_id = c.course_id"
+    )
+    assert found.changes == ["p.grade read as r.grade"]
+
+
+def test_an_outer_alias_in_a_correlated_subquery_is_left_alone() -> None:
+    query = (
+        "SELECT c.name FROM course AS c WHERE EXISTS "
+        "(SELECT 1 FROM student_record AS r WHERE r.course_id = c.course_id AND c.name = r.grade)"
+    )
+    assert mend(query, SCHOOL).changes == []

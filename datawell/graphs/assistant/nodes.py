@@ -71,10 +71,8 @@ async def plan(state: AssistantState, runtime: Runtime[AssistantContext], deps: 
         )
         return plan_update(namespace, None, [step], "A verified example answers the question.", "", 0)
     # --- issue 27: a question the catalog does not cover is refused before the plan (tools/coverage.py) ---
-    if deps.query.coverage is not None:
-        declined = await uncovered(deps.query.tools, deps.query.coverage, context, state["question"])
-        if declined:
-            return plan_update(namespace, None, [], plan_summary([], declined), declined, 0)
+    if declined := await uncovered(deps.query, context, state["question"]):
+        return plan_update(namespace, None, [], plan_summary([], declined), declined, 0)
     # --- end issue 27 ---
     examples = await view.examples_block(context.caller, context.namespace, state["question"])
     web = context.web_search and deps.web is not None

@@ -20,10 +20,10 @@ from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
-from datawell.tools.coverage import coverage
+from datawell.tools.coverage import coverage, held, subject, subject_refusal
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.names import refusal as names_refusal
-from datawell.tools.ql import Queries, QueryResult, TextEmbedder
+from datawell.tools.ql import QueryResult
 
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
@@ -72,10 +72,8 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         return settle(state, {"error": f"the token budget ran out after {attempts} attempt(s) to write the query"})
     feedback = state.get("feedback", "")
     # --- issue 27: a question the catalog does not cover is refused before any query (tools/coverage.py) ---
-    if deps.coverage is not None and not attempts and not feedback:
-        declined = await uncovered(deps.tools, deps.coverage, runtime.context, state["question"])
-        if declined:
-            return {"refusal": declined}
+    if not attempts and not feedback and (declined := await uncovered(deps, runtime.context, state["question"])):
+        return {"refusal": declined}
     # --- end issue 27 ---
     # Looked up once a run (the assistant passes its plan's): repairs show the same examples.
     examples = state.get("examples")
@@ -152,10 +150,18 @@ async def vote_on_candidates(
     return finish(found, reasoning, 1) | {"reasoning": reasoning, "draft": winner.result.query}
 
 
-async def uncovered(tools: Queries, embedder: TextEmbedder, context: QueryContext, question: str) -> str:
-    """The refusal of a question whose words the namespace's catalog does not cover, else ""."""
-    catalog = await tools.catalog(context.caller, context.namespace)
-    found = await coverage(question, catalog, embedder)
+async def uncovered(deps: QueryDeps, context: QueryContext, question: str) -> str:
+    """The refusal of a question the namespace's catalog cannot answer, else "": its subject
+    is no word the catalog holds, or (refusal by coverage on) too few of its words are covered."""
+    asks_for = subject(question) if deps.refuse_unheld_subject else []
+    if not asks_for and deps.coverage is None:
+        return ""
+    catalog = await deps.tools.catalog(context.caller, context.namespace)
+    if asks_for and not held(asks_for, catalog):
+        return subject_refusal(asks_for, catalog)
+    if deps.coverage is None:
+        return ""
+    found = await coverage(question, catalog, deps.coverage)
     return "" if found.covered else coverage_refusal(found, catalog)
 
 
