@@ -145,7 +145,10 @@ class Ingest:
         staging = self.staging()
         written, emptied = await self.write(staging, structured)
         await self.tracker.progress(self.total_bytes, written, "publishing the rows")
-        published = await self.services.rows.publish(self.dataset, self.attempt.id, source=self.attempt.name)
+        # `written`: every batch was acknowledged as committed before the writer closed.
+        published = await self.services.rows.publish(
+            self.dataset, self.attempt.id, source=self.attempt.name, rows=written
+        )
         if published.renamed:  # the table holds exactly the rows written: no pass over it
             # Of the rows as published: a change after that refreshes the hints after this.
             published_at = utcnow()
@@ -240,7 +243,6 @@ class Ingest:
             self.dataset,
             self.attempt.id,
             self.tracker,
-            self.workdir,
             self.total_bytes,
             self.batch_rows,
             settings.ingest_bulk_process_bytes,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import shutil
 import socket
@@ -66,8 +67,22 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# A progress call that changes nothing but the counts is written (and the lease checked) at
+# most this often: each batch's write took 4-10 ms of the event loop and of the database
+# (11 of them in a 100,000-row attempt). Never more than a tenth of the lease.
+PROGRESS_SECONDS = 1.0
+
+
 class Lease:
-    """The worker's hold on one attempt; implements the pipeline's Tracker."""
+    """The worker's hold on one attempt; implements the pipeline's Tracker.
+
+    A renewal at time t holds the attempt until t + `length`: no other worker can claim it
+    before then. So a progress call that changes only the counts returns without a database
+    write while the last renewal is less than `every` old (by both the monotonic and the wall
+    clock, so a process stalled or a machine suspended in between finds out): the attempt is
+    then this worker's for at least 9/10 of the lease after the call, as it is right after a
+    renewal. A call that changes the stage (its message) always writes and checks: the last
+    one before publishing ("publishing the rows") stops a worker that lost the attempt."""
 
     def __init__(self, services: Services, ingestion_id: str, worker: str, trace: IngestionTrace | None = None) -> None:
         self.services = services
@@ -75,20 +90,33 @@ class Lease:
         self.ingestion_id = ingestion_id
         self.worker = worker
         self.length = timedelta(seconds=services.settings.worker_lease_seconds)
+        self.every = min(PROGRESS_SECONDS, self.length.total_seconds() / 10)
         self.lost = False
         self.stage = "waiting to start"  # the last progress message: what the attempt is doing
+        self.renewed = (-math.inf, -math.inf)  # (monotonic, wall) clocks before the last renewal
 
     async def _advance(self, **values: Any) -> None:
         if self.lost:
             raise AttemptStopped(self.ingestion_id)
+        asked = (time.monotonic(), time.time())  # before: the lease runs from later than this
         # Not synced: a crash ends the lease anyway; the attempt's end is (`finish`).
         async with self.services.db.session(durable=False) as session:
             held = await ingestions.advance(session, self.ingestion_id, self.worker, self.length, **values)
         if not held:
             self.lost = True
             raise AttemptStopped(self.ingestion_id)
+        self.renewed = asked
+
+    def fresh(self) -> bool:
+        """Renewed less than `every` ago, by both clocks."""
+        monotonic, wall = self.renewed
+        return time.monotonic() - monotonic < self.every and 0 <= time.time() - wall < self.every
 
     async def progress(self, processed_bytes: int, processed_rows: int, message: str | None = None) -> None:
+        if self.lost:
+            raise AttemptStopped(self.ingestion_id)
+        if message in (None, self.stage) and self.fresh():
+            return
         values: dict[str, Any] = {"processed_bytes": processed_bytes, "processed_rows": processed_rows}
         if message is not None:
             values["status_message"] = message

@@ -322,7 +322,7 @@ async def store(db: Database, dataset: Dataset, hints: TableHints, started: date
         # Two refreshes at once (two publishes): the one that began last read the newest rows.
         where=DatasetHints.computed_at <= values.excluded.computed_at,
     )
-    async with db.session() as session:
+    async with db.session(durable=False) as session:
         await session.execute(statement)
 
 

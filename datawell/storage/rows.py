@@ -214,10 +214,11 @@ class RowStore:
             await writer.close()
         return row_ids(writer.stage.prefix, 0, len(rows)).to_pylist()
 
-    async def publish(self, dataset: Dataset, ingestion_id: str, *, source: str) -> Published:
+    async def publish(self, dataset: Dataset, ingestion_id: str, *, source: str, rows: int | None = None) -> Published:
         """Make the staged rows visible, atomically, as rows of `source` (the file's name); how
         many there were, and whether the stage became the dataset's table (then the table
-        holds exactly the staged rows)."""
+        holds exactly the staged rows). `rows`: how many the stage holds, when its writer
+        counted them as they were committed (else counted here: 10 ms for 100,000 rows)."""
         table = self.table(dataset)
         staged = table_for(staging_name(ingestion_id), dataset_columns(dataset))
         async with self.engine.connect() as connection:
@@ -227,7 +228,7 @@ class RowStore:
             await self._autocheckpoint(connection, 0)
             try:
                 async with connection.begin():
-                    return await self._publish(connection, table, staged, ingestion_id, source)
+                    return await self._publish(connection, table, staged, ingestion_id, source, rows)
             finally:
                 await self._autocheckpoint(connection, SQLITE_AUTOCHECKPOINT_PAGES)
 
@@ -237,7 +238,13 @@ class RowStore:
             await connection.commit()  # a pragma begins no transaction; SQLAlchemy's has ended
 
     async def _publish(
-        self, connection: AsyncConnection, table: sa.Table, staged: sa.Table, ingestion_id: str, source: str
+        self,
+        connection: AsyncConnection,
+        table: sa.Table,
+        staged: sa.Table,
+        ingestion_id: str,
+        source: str,
+        rows: int | None,
     ) -> Published:
         # One publisher of a dataset at a time, so "the table is empty: take the stage's
         # place" holds until the rename commits (and drop + rename commit together:
@@ -246,7 +253,8 @@ class RowStore:
             await connection.exec_driver_sql("BEGIN IMMEDIATE")
         elif self.dialect == "postgresql":
             await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
-        count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
+        if (count := rows) is None:
+            count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
         await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
         # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
         exists = await has_table(connection, table.name)

@@ -167,8 +167,8 @@ async def test_cancelled_while_publishing_takes_its_rows_back(
     ingestion_id = await upload(services, "alice", "orders.csv", orders_csv(5))
     publish = services.rows.publish
 
-    async def publish_then_cancel(dataset: Any, attempt_id: str, *, source: str) -> int:
-        published = await publish(dataset, attempt_id, source=source)
+    async def publish_then_cancel(dataset: Any, attempt_id: str, **options: Any) -> int:
+        published = await publish(dataset, attempt_id, **options)
         response = await client.post(f"/api/v1/ingestionTracking/{attempt_id}/cancel", headers=alice.headers)
         assert response.status_code == 200
         return published

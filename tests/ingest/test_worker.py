@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from datawell.ingest import worker
 from datawell.ingest.pipeline import AttemptStopped, Ingest
 from datawell.ingest.worker import Lease, Worker
 from datawell.services import Services
@@ -108,10 +109,11 @@ async def expire_leases(services: Services) -> None:
 
 
 async def test_a_dead_workers_job_is_taken_again_without_duplicates(
-    client, services: Services, alice: Account, tmp_path: Path
+    client, services: Services, alice: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await create_dataset(client, alice)
     services.settings.ingest_batch_rows = 7
+    monkeypatch.setattr(worker, "PROGRESS_SECONDS", 0)  # every batch's progress is written
     ingestion_id = await upload(services, "alice", "orders.csv", orders_csv())
 
     first = Worker(services, "first")
@@ -139,6 +141,79 @@ async def test_a_dead_workers_job_is_taken_again_without_duplicates(
     assert await services.vectors.count(ROWS, dataset.id) == ROWS_IN_FILE
     with pytest.raises(AttemptStopped):  # the first worker, were it only stalled, finds out at once
         await lease.progress(0, 0)
+
+
+async def test_progress_within_a_second_of_a_renewal_is_not_written_but_a_new_stage_is(
+    client, services: Services, alice: Account
+) -> None:
+    """Counts alone are written at most once a second (`Lease.every`): the lease renewed
+    less than that ago still has most of its length to run. A new stage is always written,
+    and checked."""
+    await create_dataset(client, alice)
+    services.settings.worker_lease_seconds = 3  # a tenth of it: 0.3 s between writes of counts
+    ingestion_id = await upload(services, "alice", "orders.csv", orders_csv(3))
+    claimed = await Worker(services, "first").claim()
+    assert claimed is not None
+    lease = Lease(services, ingestion_id, "first")
+    assert lease.every == pytest.approx(0.3)
+    await lease.progress(10, 1, "writing rows")
+    await lease.progress(20, 2, "writing rows")
+    await lease.progress(30, 3)
+    assert ((a := await attempt(services, ingestion_id)).processed_bytes, a.processed_rows) == (10, 1)
+    await lease.progress(40, 4, "publishing the rows")
+    assert ((a := await attempt(services, ingestion_id)).processed_bytes, a.status_message) == (
+        40,
+        "publishing the rows",
+    )
+    await asyncio.sleep(0.35)
+    await lease.progress(50, 5)
+    assert (await attempt(services, ingestion_id)).processed_rows == 5
+
+
+async def test_a_worker_that_lost_its_attempt_stops_before_it_publishes(
+    client, services: Services, alice: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first worker's lease expires while it writes (it stalled) and a second worker
+    claims the attempt: however recently the first renewed, the stage change to publishing
+    checks, so the first stops there and never publishes; the second ingests the file once."""
+    await create_dataset(client, alice)
+    services.settings.ingest_batch_rows = 7
+    ingestion_id = await upload(services, "alice", "orders.csv", orders_csv())
+    first = Worker(services, "first")
+    claimed = await first.claim()
+    assert claimed is not None
+    job, dataset = claimed
+    lease = Lease(services, job.id, first.name)
+    publish = services.rows.publish
+    published: list[str] = []
+
+    async def spy(*args: Any, **kwargs: Any) -> Any:
+        published.append(args[1])
+        return await publish(*args, **kwargs)
+
+    monkeypatch.setattr(services.rows, "publish", spy)
+    taken = False
+    progress = lease.progress
+
+    async def taken_over_while_writing(processed_bytes: int, processed_rows: int, message: str | None = None) -> None:
+        nonlocal taken
+        if processed_rows and not taken:  # some rows staged: the lease runs out, the second claims
+            taken = True
+            await expire_leases(services)
+            assert await Worker(services, "second").claim() is not None
+        await progress(processed_bytes, processed_rows, message)
+
+    monkeypatch.setattr(lease, "progress", taken_over_while_writing)
+    with pytest.raises(AttemptStopped):
+        await Ingest(services, job, dataset, lease, tmp_path).run()
+    assert taken and published == []
+    assert await rows_of(services, "alice") == []
+    assert (await attempt(services, ingestion_id)).claimed_by == "second"
+    await expire_leases(services)
+    assert await Worker(services, "third").run_once() == ingestion_id
+    assert published == [ingestion_id]
+    rows = await rows_of(services, "alice")
+    assert sorted(r["order_id"] for r in rows) == list(range(1, ROWS_IN_FILE + 1))
 
 
 async def test_a_job_published_before_its_worker_died_is_not_published_twice(
