@@ -170,6 +170,7 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
-def subject_refusal(words: list[str], catalog: Catalog) -> str:
-    """The refusal of a question whose subject no dataset holds."""
-    return f"no dataset holds anything like {' '.join(words)}; the datasets hold: {catalog.fields()}"
+def nothing_like(what: str, catalog: Catalog) -> str:
+    """The refusal of a question that asks for something no dataset holds (its subject, or a
+    name its query needed: tools/names.py), naming what the datasets do hold."""
+    return f"no dataset holds anything like {what}; the datasets hold: {catalog.fields()}"

@@ -28,8 +28,8 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
-from datawell.tools.checker.allowed import QL_DIALECT, SQLITE_FUNCTIONS
-from datawell.tools.checker.dates import DATE_FUNCTIONS, date_arguments
+from datawell.tools.checker.allowed import QL_DIALECT
+from datawell.tools.checker.dates import date_columns
 from datawell.tools.names import parts
 
 
@@ -93,8 +93,9 @@ def _own_columns(select: exp.Select) -> list[exp.Column]:
 def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:
     changes: list[str] = []
     read = {s.info.name for s in sources.values()}
+    columns = _own_columns(select)
     for alias, source in sources.items():
-        used = {c.name.lower() for c in _own_columns(select) if c.table.lower() == alias}
+        used = {c.name.lower() for c in columns if c.table.lower() == alias}
         missing = sorted(c for c in used if not source.has(c))
         if not missing:
             continue
@@ -135,18 +136,14 @@ def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]
 
 def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     changes: list[str] = []
-    for node in list(select.find_all(*DATE_FUNCTIONS, exp.Anonymous)):
-        if isinstance(node, exp.Anonymous) and node.name.lower() not in SQLITE_FUNCTIONS:
+    for _, column in list(date_columns(select)):  # listed first: the loop replaces what it walks
+        if column.find_ancestor(exp.Select) is not select:
             continue
-        for argument in date_arguments(node):
-            column = argument.unnest() if isinstance(argument, exp.Paren) else argument
-            if not isinstance(column, exp.Column) or column.find_ancestor(exp.Select) is not select:
-                continue
-            holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
-            if len(holders) != 1 or not _holds_seconds(holders[0].info, column.name):
-                continue
-            column.replace(exp.UnixToTime(this=column.copy()))
-            changes.append(f"{column.sql(dialect=QL_DIALECT)} holds Unix seconds: read as to_timestamp()")
+        holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
+        if len(holders) != 1 or not _holds_seconds(holders[0].info, column.name):
+            continue
+        column.replace(exp.UnixToTime(this=column.copy()))
+        changes.append(f"{column.sql(dialect=QL_DIALECT)} holds Unix seconds: read as to_timestamp()")
     return changes
 
 

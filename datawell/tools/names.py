@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
-from datawell.tools.coverage import catalog_texts, content_words, word_match
+from datawell.tools.coverage import catalog_texts, content_words, nothing_like, word_match
 
 # Words of a column name that say what kind of value it is, not what it is about: sharing
 # one of these does not make two names alike.
@@ -115,5 +115,4 @@ def _shared(mine: list[str], theirs: list[str]) -> int:
 
 def refusal(triage: NameTriage, catalog: Catalog) -> str:
     """The refusal of a question whose subject no dataset holds, naming what they do hold."""
-    asked = ", ".join(" ".join(parts(n)) for n in triage.absent)
-    return f"no dataset holds anything like {asked}; the datasets hold: {catalog.fields()}"
+    return nothing_like(", ".join(" ".join(parts(n)) for n in triage.absent), catalog)

@@ -35,14 +35,11 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
     return query, changes
 
 
-async def unknown_names(
-    deps: QueryDeps, context: QueryContext, question: str, query: str, exc: QueryError
-) -> tuple[NameTriage, Catalog]:
+def unknown_names(catalog: Catalog, question: str, query: str, exc: QueryError) -> NameTriage:
     """Where the names the checker called unknown are in the namespace, and which ones the
     question asks for that no dataset holds."""
-    catalog = await deps.tools.catalog(context.caller, context.namespace)
     named = flagged(query, [exc.message, *(s.message for s in exc.sub_errors)])
-    return triage(named, catalog, question, used=query_names(query)), catalog
+    return triage(named, catalog, question, used=query_names(query))
 
 
 # Statements that change data or tables, by the keyword a refusal names them with.
@@ -67,12 +64,14 @@ def data_change(query: str) -> str:
     return next((word for kind, word in CHANGES.items() if isinstance(tree, kind)), "")
 
 
-async def mended(deps: QueryDeps, context: QueryContext, query: str, reasoning: str) -> dict[str, Any]:
+async def mended(
+    deps: QueryDeps, context: QueryContext, catalog: Catalog, query: str, reasoning: str
+) -> dict[str, Any]:
     """The state update that runs the refused `query` mended (tools/mend.py), when a rule
     changes it and the checker accepts the result; else {}."""
     if not deps.mend:
         return {}
-    found = mend(query, await deps.tools.catalog(context.caller, context.namespace))
+    found = mend(query, catalog)
     if not found.changes:
         return {}
     try:

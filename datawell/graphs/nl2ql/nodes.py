@@ -20,7 +20,7 @@ from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
-from datawell.tools.coverage import coverage, held, subject, subject_refusal
+from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
@@ -158,7 +158,7 @@ async def uncovered(deps: QueryDeps, context: QueryContext, question: str) -> st
         return ""
     catalog = await deps.tools.catalog(context.caller, context.namespace)
     if asks_for and not held(asks_for, catalog):
-        return subject_refusal(asks_for, catalog)
+        return nothing_like(" ".join(asks_for), catalog)
     if deps.coverage is None:
         return ""
     found = await coverage(question, catalog, deps.coverage)
@@ -211,15 +211,17 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
             # service declines it rather than let the model try again.
             return settle(state, {"refusal": f"the question asks to change data ({change}); queries here only read it"})
         written = not state.get("proposed", "").strip()  # a caller's own query runs as written or not at all
-        if written and (
-            repaired := await mended(deps, context, query, update.get("reasoning", state.get("reasoning", "")))
-        ):
+        catalog = None  # read once for the mend and the unknown names
+        if written and (deps.mend or UNKNOWN_NAMES & codes):
+            catalog = await deps.tools.catalog(context.caller, context.namespace)
+        reasoning = update.get("reasoning", state.get("reasoning", ""))
+        if catalog is not None and (repaired := await mended(deps, context, catalog, query, reasoning)):
             return update | repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
         missing: list[str] = []
-        if UNKNOWN_NAMES & codes and written:
-            found, catalog = await unknown_names(deps, context, state["question"], state["draft"], exc)
+        if UNKNOWN_NAMES & codes and catalog is not None:
+            found = unknown_names(catalog, state["question"], state["draft"], exc)
             if found.absent and state.get("missing"):
                 return settle(state, {"refusal": names_refusal(found, catalog)})
             hints, missing = found.hints(), found.absent

@@ -10,7 +10,7 @@ are left to the date functions (SQLite reads them)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from sqlglot import exp
 
@@ -91,12 +91,24 @@ def _example(held: str, name: str, hint: ColumnHint | None) -> str:
     return f"{name} = <a value as the catalog shows it>"
 
 
-def date_arguments(node: exp.Expr) -> Iterable[exp.Expr]:
+def _arguments(node: exp.Expr) -> Iterable[exp.Expr]:
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
         values = node.expressions[1:] if name == "strftime" else node.expressions
         return values
     return [v for v in node.iter_expressions() if not isinstance(v, exp.Literal | exp.Var)]
+
+
+def date_columns(tree: exp.Expr) -> Iterator[tuple[exp.Expr, exp.Column]]:
+    """Each column passed as it is (or in parentheses) to a date function, with the function."""
+    for node in tree.walk():
+        if isinstance(node, DATE_FUNCTIONS) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in SQLITE_FUNCTIONS
+        ):
+            for argument in _arguments(node):
+                column = argument.unnest() if isinstance(argument, exp.Paren) else argument
+                if isinstance(column, exp.Column):
+                    yield node, column
 
 
 def _advice(held: str) -> str:
@@ -106,28 +118,21 @@ def _advice(held: str) -> str:
 def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[SubError]:
     """A refusal for each column passed to a date function that holds no dates."""
     problems: dict[str, SubError] = {}
-    for node in tree.walk():
-        is_date = isinstance(node, DATE_FUNCTIONS) or (
-            isinstance(node, exp.Anonymous) and node.name.lower() in SQLITE_FUNCTIONS
-        )
-        if not is_date:
+    for node, column in date_columns(tree):
+        if id(column) not in resolved:
             continue
-        for argument in date_arguments(node):
-            column = argument.unnest() if isinstance(argument, exp.Paren) else argument
-            if not isinstance(column, exp.Column) or id(column) not in resolved:
-                continue
-            info, name = resolved[id(column)]
-            hint = info.hints.get(name)
-            held = holds(info.columns.get(name, ""), hint, name, info.column_descriptions.get(name, ""))
-            if held in ("timestamp", "iso text", "other"):
-                continue
-            function = node.name.lower() if isinstance(node, exp.Anonymous) else node.key.upper()
-            problems.setdefault(
-                f"{info.name}.{name}",
-                SubError(
-                    "not_a_date",
-                    f"{info.name}.{name} holds {held} ({info.columns.get(name)}), not dates: {function}() "
-                    f"cannot take it; {_advice(held)}, for example {_example(held, name, hint)}",
-                ),
-            )
+        info, name = resolved[id(column)]
+        hint = info.hints.get(name)
+        held = holds(info.columns.get(name, ""), hint, name, info.column_descriptions.get(name, ""))
+        if held in ("timestamp", "iso text", "other"):
+            continue
+        function = node.name.lower() if isinstance(node, exp.Anonymous) else node.key.upper()
+        problems.setdefault(
+            f"{info.name}.{name}",
+            SubError(
+                "not_a_date",
+                f"{info.name}.{name} holds {held} ({info.columns.get(name)}), not dates: {function}() "
+                f"cannot take it; {_advice(held)}, for example {_example(held, name, hint)}",
+            ),
+        )
     return list(problems.values())
