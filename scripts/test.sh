@@ -8,4 +8,6 @@ export HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/ruff check .
 .venv/bin/mypy datawell
 .venv/bin/lint-imports  # imports point down only: docs/architecture.md
-exec .venv/bin/pytest "$@"
+# Two workers (pytest-xdist), each test file whole on one of them: its module-scoped servers
+# start once. DATAWELL_TEST_WORKERS=0 runs in one process; `.venv/bin/pytest FILE` never uses xdist.
+exec .venv/bin/pytest -n "${DATAWELL_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -29,9 +29,15 @@ SECRET = "process-test-secret-process-test-secret"
 
 def free_port() -> int:
     """A free loopback port; within DATAWELL_TEST_PORTS (`first-last`) when that is set, for
-    machines where each user of it has a range of their own."""
-    first, _, last = os.environ.get("DATAWELL_TEST_PORTS", "0-0").partition("-")
-    for port in range(int(first), int(last or first) + 1):
+    machines where each user of it has a range of their own. Under pytest-xdist each worker
+    takes every n-th port of the range, so two workers never both pick the first free one."""
+    ports = [0]  # the kernel's choice
+    if "DATAWELL_TEST_PORTS" in os.environ:
+        first, _, last = os.environ["DATAWELL_TEST_PORTS"].partition("-")
+        worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        ports = list(range(int(first) + worker, int(last or first) + 1, workers))
+    for port in ports:
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))

@@ -23,13 +23,12 @@ from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Overrides, build_services
 from datawell.storage.users import create_user
-from tests.agents.test_server_process import stop
+from tests.agents.test_server_process import free_port, stop
 from tests.observability.serve_scripted import ANSWER
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "prometheus-test-secret-prometheus-test-secret"
-SERVER_PORT, PROMETHEUS_PORT = 18621, 18622  # this branch's range (18600-18699)
 ORDERS = "order_id,customer,total\n1,Ada,30\n2,Bob,12.5\n3,Cy,7\n"
 
 pytestmark = pytest.mark.skipif(
@@ -79,39 +78,42 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
     }
     settings = Settings(data_dir=tmp_path / "data", jwt_secret=SECRET, embeddings_enabled=False)
     token = alice_token(settings)
+    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.observability.serve_scripted", str(SERVER_PORT)], cwd=REPO, env=env
+        [sys.executable, "-m", "tests.observability.serve_scripted", str(port)], cwd=REPO, env=env
     )
     try:
-        wait_for(f"http://127.0.0.1:{SERVER_PORT}/health")
-        yield f"http://127.0.0.1:{SERVER_PORT}", token
+        wait_for(f"http://127.0.0.1:{port}/health")
+        yield f"http://127.0.0.1:{port}", token
     finally:
         stop(process)
 
 
 @pytest.fixture
-def prometheus(tmp_path: Path) -> Iterator[str]:
+def prometheus(server: tuple[str, str], tmp_path: Path) -> Iterator[str]:
+    target = server[0].removeprefix("http://")
+    port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n"
         "scrape_configs:\n"
         "  - job_name: datawell\n"
         "    authorization:\n      credentials: scrape-me\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{SERVER_PORT}']\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
     )
     process = subprocess.Popen(
         [
             str(PROMETHEUS),
             f"--config.file={config}",
             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{PROMETHEUS_PORT}",
+            f"--web.listen-address=127.0.0.1:{port}",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(f"http://127.0.0.1:{PROMETHEUS_PORT}/-/ready")
-        yield f"http://127.0.0.1:{PROMETHEUS_PORT}"
+        wait_for(f"http://127.0.0.1:{port}/-/ready")
+        yield f"http://127.0.0.1:{port}"
     finally:
         stop(process)
 

@@ -15,12 +15,11 @@ import pytest
 
 from datawell.client import Client
 from datawell.config import Settings
-from tests.agents.test_server_process import stop
+from tests.agents.test_server_process import free_port, stop
 from tests.console.test_browser import CHROMIUM, LAUNCH_ARGS
 from tests.observability.serve_scripted import ANSWER, QUERY
 from tests.observability.test_prometheus import ORDERS, REPO, SECRET, alice_token, wait_for
 
-PORT = 18623  # this branch's range (18600-18699)
 SHOTS = os.environ.get("DATAWELL_CONSOLE_SCREENSHOTS")
 
 pytestmark = [
@@ -31,24 +30,25 @@ pytestmark = [
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "DATAWELL_DATA_DIR": str(tmp_path / "data"),
         "DATAWELL_JWT_SECRET": SECRET,
-        "DATAWELL_PUBLIC_BASE_URL": f"http://127.0.0.1:{PORT}",
+        "DATAWELL_PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
         "DATAWELL_EMBEDDINGS_ENABLED": "false",
         "DATAWELL_EMBEDDED_MODEL_ENABLED": "false",
         "DATAWELL_WORKER_POLL_SECONDS": "0.2",
     }
     token = alice_token(Settings(data_dir=tmp_path / "data", jwt_secret=SECRET, embeddings_enabled=False))
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.observability.serve_scripted", str(PORT)],
+        [sys.executable, "-m", "tests.observability.serve_scripted", str(port)],
         cwd=REPO,
         env=env,
     )
     try:
-        base = f"http://127.0.0.1:{PORT}"
+        base = f"http://127.0.0.1:{port}"
         wait_for(base + "/health")
         csv = tmp_path / "orders.csv"
         csv.write_text(ORDERS)
