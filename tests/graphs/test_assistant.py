@@ -271,6 +271,19 @@ async def test_a_ranking_shows_its_measure_so_the_answer_can_state_it(
     assert "name | count\nAnn | 3" in chat_model.prompts()[-1]  # the answer stage sees the number
 
 
+async def test_an_answer_naming_the_top_item_without_its_measure_is_written_again(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    query = "SELECT name, COUNT(*) AS orders FROM customers GROUP BY name ORDER BY COUNT(*) DESC LIMIT 1"
+    tools.rows[query] = [{"name": "Ann", "orders": 3}]
+    chat_model.script += [PlanOutput(query=query), "Ann placed the most orders.", "Ann placed the most: 3 orders."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who placed the most orders?"))
+
+    assert answer_of(events) == "Ann placed the most: 3 orders."
+    assert "has orders = 3" in chat_model.prompts()[-1]  # the rewrite was told the number
+
+
 async def test_caller_context_is_background_and_never_widens_access(
     services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
