@@ -218,3 +218,15 @@ def s3_bucket(moto_endpoint: str) -> str:
     name = f"datawell-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1").create_bucket(Bucket=name)
     return name
+
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """schemathesis makes an item per operation (`test[GET /path]`), but pytest 9.2 builds a node
+    id from the test's name and a parametrize call only, so all 79 got the test's id; pytest-xdist's
+    `--dist loadfile` (scripts/test.sh) schedules by node id and ran one of them. Each gets its
+    operation as its id's parameters, as a parametrized test's items have theirs."""
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if label and item.nodeid.endswith("::" + item.originalname):  # type: ignore[attr-defined]
+            item._id = item._id.with_params(label)  # type: ignore[attr-defined]
