@@ -220,7 +220,6 @@ def s3_bucket(moto_endpoint: str) -> str:
     return name
 
 
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """schemathesis makes an item per operation (`test[GET /path]`), but pytest 9.2 builds a node
     id from the test's name and a parametrize call only, so all 79 got the test's id; pytest-xdist's
