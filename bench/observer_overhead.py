@@ -7,7 +7,9 @@ that the figure is the observer's alone and moves little with the machine's load
 
 Settings, side by side in one process: `bare` (the stub alone), `layer` (the observer with
 nothing on), `metrics`, `1%` (metrics and `OTEL_TRACES_SAMPLER_ARG=0.01`, a batch span
-processor whose exporter drops) and `1% no metrics`. Each its fastest round, CPU µs a call.
+processor whose exporter drops), `0%` (the same, every request dropped: `1%` less `0%` is the
+sampled requests' share, spans and batch thread), `100%` (every request traced) and
+`1% no metrics`. Each its fastest round, CPU µs a call.
 Never run by the test suite."""
 
 from __future__ import annotations
@@ -74,11 +76,14 @@ async def calls(app: ASGIApp, count: int) -> float:
 
 async def bench(args: argparse.Namespace) -> None:
     tracer = tracing.tracer(tracing.new_provider(0.01, BatchSpanProcessor(Dropping())))
+    everything = tracing.tracer(tracing.new_provider(1.0, BatchSpanProcessor(Dropping())))
     apps: dict[str, ASGIApp] = {
         "bare": stub,
         "layer": RequestObserver(stub, None, counted=False),
         "metrics": RequestObserver(stub, None),
         "1%": RequestObserver(stub, tracer, ratio=0.01),
+        "0%": RequestObserver(stub, tracer, ratio=0.0),
+        "100%": RequestObserver(stub, everything, ratio=1.0),
         "1% no metrics": RequestObserver(stub, tracer, ratio=0.01, counted=False),
     }
     timings: dict[str, list[float]] = {name: [] for name in apps}
