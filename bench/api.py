@@ -360,7 +360,7 @@ async def bench(args: argparse.Namespace) -> None:
             return summary(name, rate, latencies, errors, cpus[name][-1])
 
         if args.interleaved:
-            await interleaved(args, [n for n in targets if n != "minimal"], measured, cpus, configurations)
+            await interleaved(args, [n for n in targets if n != "minimal"], measured, cpus, rates, configurations)
             return
         for round_number in range(1, args.rounds + 1):
             if args.together:
@@ -395,6 +395,7 @@ async def bench(args: argparse.Namespace) -> None:
 # a request read against the plain one's of the same round.
 
 GOAL = 2.0  # per cent: issue 30's bound on what metrics and traces add
+MIN_ROUNDS = 8  # fewer per-round ratios give no interval worth reading
 
 
 async def interleaved(
@@ -402,11 +403,13 @@ async def interleaved(
     names: list[str],
     measured: Callable[[str, float], Awaitable[str]],
     cpus: dict[str, list[float]],
+    rates: dict[str, list[float]],
     configurations: list[str],
 ) -> None:
     for name in names:  # warm-up: caches, the first GC passes, the exporter's connection
         await measured(name, 0.0)
         cpus[name].clear()
+        rates[name].clear()
     for round_number in range(1, args.rounds + 1):
         turn = (round_number - 1) % len(names)
         order = names[turn:] + names[:turn]
@@ -430,10 +433,17 @@ async def interleaved(
             f"95% bootstrap interval {low:+.1f}% to {high:+.1f}%)"
         )
         if name != "none":
-            line += f"; {verdict(low, high, noise)}"
+            line += f"; {verdict(low, high, noise) if args.rounds >= MIN_ROUNDS else 'too few rounds to say'}"
         print(line)
     if noise is None:
         print("no plain-vs-plain figure (add `none` to --observability): the noise of this run is unknown")
+    if args.pace:  # a server short of the pace was saturated: its CPU a request does not compare
+        short = sum(any(rates[name][i] < 0.97 * args.pace for name in names) for i in range(args.rounds))
+        if short:
+            print(
+                f"{short} of {args.rounds} rounds had a server more than 3% short of the pace (saturated: "
+                "its CPU a request does not compare); lower --pace or run fewer configurations"
+            )
 
 
 def overhead(observed: list[float], plain: list[float], draws: int = 2000) -> tuple[float, float, float]:
