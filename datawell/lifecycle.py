@@ -23,7 +23,8 @@ from datawell.storage.datasets import DatasetRef, check_schema, find_dataset, ge
 from datawell.storage.db import Database, has_table
 from datawell.storage.ingestions import cancel_active
 from datawell.storage.objects import ObjectStore
-from datawell.storage.rows import RowStore, column_type, stage_table, staging_name
+from datawell.storage.row_tables import column_type, stage_table, staging_name
+from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, Ingestion, Link, Namespace, Upload, User, VerifiedExample
 from datawell.storage.users import check_name
 from datawell.storage.vectors import FIELDS, ROWS, VectorStore

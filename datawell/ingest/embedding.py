@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from datawell.services import Services
-from datawell.storage.rows import dataset_columns
+from datawell.storage.row_tables import dataset_columns
 from datawell.storage.tables import Dataset
 from datawell.storage.vectors import ROWS, Point
 

@@ -29,7 +29,8 @@ from datawell.ingest.records import Records, observing, prepare, pull
 from datawell.storage import hints
 from datawell.storage.datasets import settle_field_types
 from datawell.storage.db import Database
-from datawell.storage.rows import RowStore, StageWriter, dataset_columns
+from datawell.storage.row_tables import dataset_columns
+from datawell.storage.rows import RowStore, StageWriter
 from datawell.storage.tables import Dataset
 
 # From this size a stage goes to the SQLite writer process when one has been started: its

@@ -3,6 +3,8 @@ run's recorder hears its nodes and model calls)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from langchain_core.runnables import RunnableConfig
 
 from datawell.graphs.assistant.nodes import AssistantDeps, Budgets
@@ -56,7 +58,8 @@ def query_deps(services: Services) -> QueryDeps:
 def assistant_deps(services: Services) -> AssistantDeps:
     settings = services.settings
     return AssistantDeps(
-        query=query_deps(services),
+        # The steps' rows are read back in words: a ranking shows its measure (tools/shape.py).
+        query=replace(query_deps(services), show_measure=True),
         budgets=Budgets(
             max_rows_per_step=settings.max_rows_per_step,
             max_tokens_per_run=settings.max_tokens_per_run,

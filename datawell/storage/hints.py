@@ -26,7 +26,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from datawell.storage.arrow_values import ARROW_TYPES
 from datawell.storage.db import Database, has_table
-from datawell.storage.rows import RowStore, dataset_columns
+from datawell.storage.row_tables import dataset_columns
+from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, DatasetHints, utcnow
 
 TEXT_VALUES = 12  # a text column with at most this many distinct values is listed whole

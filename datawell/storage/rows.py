@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,6 @@ from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
-from alembic.migration import MigrationContext
-from alembic.operations import Operations
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from datawell.storage.arrow_values import arrow_rows
@@ -46,75 +43,19 @@ from datawell.storage.bulk import (
     staged,
 )
 from datawell.storage.db import create_engine, has_table
+from datawell.storage.row_tables import (
+    add_origin,
+    dataset_columns,
+    drop_origin_defaults,
+    stage_table,
+    staging_name,
+    table_for,
+)
 from datawell.storage.tables import Dataset
 
 log = logging.getLogger(__name__)
 SQLITE_AUTOCHECKPOINT_PAGES = 1000  # SQLite's default
-FIELD_TYPES = ("integer", "real", "text", "boolean", "timestamp")
 WRITER_RETRY_SECONDS = 60.0  # a writer process that ended before it started is not started again sooner
-_SQL_TYPES: dict[str, Any] = {
-    "integer": sa.BigInteger(),
-    "real": sa.Float(),
-    "text": sa.Text(),
-    "boolean": sa.Boolean(),
-    "timestamp": sa.DateTime(timezone=True),
-}
-
-
-def column_type(field_type: str) -> Any:
-    return _SQL_TYPES[field_type]
-
-
-def staging_name(ingestion_id: str) -> str:
-    return "stg_" + re.sub(r"[^0-9a-f]", "", ingestion_id.lower())[:32]
-
-
-def dataset_columns(dataset: Dataset) -> dict[str, str]:
-    """Field name -> type for every schema field, `text` where ingestion inferred nothing yet."""
-    return {name: dataset.field_types.get(name, "text") for name in dataset.schema_definition}
-
-
-def stage_table(name: str, columns: Mapping[str, str], metadata: sa.MetaData | None = None) -> sa.Table:
-    """A staging table: the rows' ids and the fields."""
-    return sa.Table(
-        name,
-        metadata or sa.MetaData(),
-        sa.Column("__id", sa.String(36)),  # unique by construction; no index to maintain
-        *(sa.Column(field, column_type(kind)) for field, kind in columns.items()),
-    )
-
-
-def table_for(name: str, columns: Mapping[str, str], metadata: sa.MetaData | None = None) -> sa.Table:
-    """A dataset's table: a staging table's columns, then the ingestion and file of each row."""
-    table = stage_table(name, columns, metadata)
-    for column in _origin_columns():
-        table.append_column(column)
-    return table
-
-
-def _origin_columns(ingestion_id: str | None = None, source: str | None = None) -> list[sa.Column[Any]]:
-    """`__ingestion_id` and `__source`, with these values as their defaults when given."""
-    return [
-        sa.Column("__ingestion_id", sa.String(36), server_default=ingestion_id),
-        sa.Column("__source", sa.Text(), server_default=source),
-    ]
-
-
-def _add_origin(connection: sa.Connection, stage: str, ingestion_id: str, source: str) -> None:
-    """Give every row of `stage` its ingestion and file, as column defaults (no row rewritten)."""
-    operations = Operations(MigrationContext.configure(connection))
-    for column in _origin_columns(ingestion_id, source):
-        operations.add_column(stage, column)
-
-
-def _drop_origin_defaults(connection: sa.Connection, table: str) -> None:
-    """A published table's rows keep their values; later inserts must name theirs. SQLite
-    cannot drop a default (its rows written before the column rely on it): there, every
-    insert names both values."""
-    if connection.dialect.name == "postgresql":
-        operations = Operations(MigrationContext.configure(connection))
-        for column in _origin_columns():
-            operations.alter_column(table, column.name, server_default=None)
 
 
 @dataclass(frozen=True)
@@ -255,7 +196,7 @@ class RowStore:
             await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
         if (count := rows) is None:
             count = (await connection.execute(sa.select(sa.func.count()).select_from(staged))).scalar_one()
-        await connection.run_sync(_add_origin, staged.name, ingestion_id, source)
+        await connection.run_sync(add_origin, staged.name, ingestion_id, source)
         # The dataset's first rows: the stage takes the place of its table (none yet, or empty).
         exists = await has_table(connection, table.name)
         if (
@@ -265,7 +206,7 @@ class RowStore:
             if exists:
                 await connection.run_sync(lambda c: table.drop(c))
             await connection.exec_driver_sql(f'ALTER TABLE "{staged.name}" RENAME TO "{table.name}"')
-            await connection.run_sync(_drop_origin_defaults, table.name)
+            await connection.run_sync(drop_origin_defaults, table.name)
             return Published(int(count), renamed=True)
         # The rows of an attempt that published before its worker died are not published twice.
         await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))

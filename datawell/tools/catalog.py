@@ -13,7 +13,8 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.db import Database
 from datawell.storage.hints import DATE_TIME, ColumnHint, hints_of
-from datawell.storage.rows import RowStore, dataset_columns
+from datawell.storage.row_tables import dataset_columns
+from datawell.storage.rows import RowStore
 
 NOTABLE_NULLS = 0.05  # a column empty at least this often says so
 

@@ -15,6 +15,11 @@ then reads as a wrong answer. Before a query runs, three such slips are mended:
 - **Groups without their names.** `SELECT AVG(cost) FROM fare GROUP BY from_airport,
   to_airport` returns averages nobody can tell apart. When the outermost query selects only
   aggregates, its GROUP BY columns are selected, in front.
+- **A ranking whose measure is hidden** (`show_measure`: for answers written in words, the
+  assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
+  LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
+  An aggregate the outermost query orders by and does not select is selected, after the
+  rest. A query asked for as a query (nl2ql) is left as its writer meant it.
 
 Pure functions of the query text and the question: no catalog, no data. A query that does
 not parse is returned as it is (the checker says why)."""
@@ -80,7 +85,7 @@ class Shaped:
     changes: list[str]
 
 
-def fit_shape(query: str, question: str) -> Shaped:
+def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
     """`query` with the slips above mended (see the module)."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
@@ -90,7 +95,12 @@ def fit_shape(query: str, question: str) -> Shaped:
         return Shaped(query, [])
     changes = [
         change
-        for change in (_drop_unasked_limit(tree, question), _divide_as_fractions(tree), _select_group_keys(tree))
+        for change in (
+            _drop_unasked_limit(tree, question),
+            _divide_as_fractions(tree),
+            _select_group_keys(tree),
+            _select_ranking_measure(tree) if show_measure else "",
+        )
         if change
     ]
     if not changes:
@@ -149,3 +159,38 @@ def _select_group_keys(tree: exp.Query) -> str:
         return ""
     tree.set("expressions", [key.copy() for key in missing] + list(selected))
     return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)
+
+
+def _select_ranking_measure(tree: exp.Query) -> str:
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
+        return ""
+    order = tree.args.get("order")
+    if order is None:
+        return ""
+    selected = tree.expressions
+    shown = {e.unalias().sql() for e in selected}
+    names = {e.alias_or_name.lower() for e in selected}
+    added = []
+    for ordered in order.expressions:
+        measure = ordered.this
+        if not isinstance(measure, exp.AggFunc) or measure.sql() in shown:
+            continue  # an alias of a selected column, a plain column, or shown already
+        name = _measure_name(measure)
+        if name in names:
+            continue
+        names.add(name)
+        shown.add(measure.sql())
+        added.append(measure.copy().as_(name))
+    if not added:
+        return ""
+    tree.set("expressions", [*selected, *added])
+    return "selected the ranking's measure " + ", ".join(a.sql(dialect=DIALECTS[QL_DIALECT]) for a in added)
+
+
+def _measure_name(measure: exp.AggFunc) -> str:
+    """`count` for COUNT(*), `count_patient_id` for COUNT(t.patient_id), `sum` for SUM(a * b)."""
+    argument = measure.this
+    if isinstance(argument, exp.Distinct):
+        argument = argument.expressions[0] if len(argument.expressions) == 1 else None
+    function = measure.key.lower()
+    return f"{function}_{argument.name}" if isinstance(argument, exp.Column) and argument.name else function

@@ -8,9 +8,9 @@ from datawell.graphs.assistant.agreement import check, settle
 from datawell.graphs.assistant.state import StepResult
 
 
-def result(rows: list[dict[str, Any]]) -> StepResult:
+def result(rows: list[dict[str, Any]], query: str = "SELECT 1") -> StepResult:
     return StepResult(
-        index=1, instruction="Count", kind="data", query="SELECT 1", reasoning="", rows=rows, truncated=False, error=""
+        index=1, instruction="Count", kind="data", query=query, reasoning="", rows=rows, truncated=False, error=""
     )
 
 
@@ -38,3 +38,28 @@ def test_many_rows_keep_the_note_as_last_resort() -> None:
     rows = [{"name": "Ann", "n": 3}, {"name": "Bo", "n": 4}]
     verdict = check("Ann has 5.", [result(rows)])
     assert settle("Ann has 5.", verdict) == ("Ann has 5.", ["check this answer: 5 is not in the query results."])
+
+
+MOST_NO_SHOWS = (
+    "SELECT d.name, COUNT(a.patient_id) AS no_shows FROM doctors AS d JOIN appointments AS a ON a.doctor = d.code "
+    "WHERE a.status = 'no-show' GROUP BY d.name ORDER BY COUNT(a.patient_id) DESC LIMIT 1"
+)
+
+
+def test_a_named_row_with_one_measure_must_state_the_measure() -> None:
+    rows = [{"name": "Dr. Yusuf Kaya", "no_shows": 3}]
+    verdict = check("Dr. Yusuf Kaya had the most no-shows.", [result(rows, MOST_NO_SHOWS)])
+    assert (verdict.value, verdict.measure, verdict.misses_value) == (3, "no_shows", True)
+    assert "has no_shows = 3" in verdict.feedback()
+    assert check("Dr. Yusuf Kaya, with 3 no-shows.", [result(rows, MOST_NO_SHOWS)]).agrees
+    text, notes = settle("Dr. Yusuf Kaya had the most no-shows.", verdict)
+    assert text == "Dr. Yusuf Kaya had the most no-shows (no shows: 3)."
+    assert notes == ["the answer did not state the row's no_shows (3), which it now states."]
+
+
+def test_a_number_the_query_did_not_aggregate_is_no_measure() -> None:
+    rows = [{"name": "Ann", "customer_id": 17}]
+    query = "SELECT name, customer_id FROM customers WHERE city = 'Oslo'"
+    assert check("Ann lives in Oslo.", [result(rows, query)]).agrees
+    two = [{"name": "Ann", "orders": 3, "spent": 40.5}]
+    assert check("Ann.", [result(two, "SELECT name, COUNT(*) AS orders, SUM(x) AS spent FROM t GROUP BY name")]).agrees

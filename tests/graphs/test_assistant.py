@@ -252,6 +252,38 @@ async def test_a_top_question_answered_without_ordering_is_repaired(
     assert "has no ORDER BY" in chat_model.prompts()[1]
 
 
+async def test_a_ranking_shows_its_measure_so_the_answer_can_state_it(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    hidden = "SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id GROUP BY c.name ORDER BY COUNT(*) DESC LIMIT 1"
+    shown = (
+        "SELECT c.name, COUNT(*) AS count FROM customers AS c JOIN orders AS o ON o.customer_id = c.id "
+        "GROUP BY c.name ORDER BY COUNT(*) DESC LIMIT 1"
+    )
+    tools.rows[shown] = [{"name": "Ann", "count": 3}]
+    chat_model.script += [PlanOutput(query=hidden), "Ann, with 3 orders [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who placed the most orders?"))
+
+    step = of_type(events, StepFinished)[0]
+    assert (step.query, step.rows) == (shown, [{"name": "Ann", "count": 3}])
+    assert "selected the ranking's measure COUNT(*) AS count" in step.reasoning
+    assert "name | count\nAnn | 3" in chat_model.prompts()[-1]  # the answer stage sees the number
+
+
+async def test_an_answer_naming_the_top_item_without_its_measure_is_written_again(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    query = "SELECT name, COUNT(*) AS orders FROM customers GROUP BY name ORDER BY COUNT(*) DESC LIMIT 1"
+    tools.rows[query] = [{"name": "Ann", "orders": 3}]
+    chat_model.script += [PlanOutput(query=query), "Ann placed the most orders.", "Ann placed the most: 3 orders."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who placed the most orders?"))
+
+    assert answer_of(events) == "Ann placed the most: 3 orders."
+    assert "has orders = 3" in chat_model.prompts()[-1]  # the rewrite was told the number
+
+
 async def test_caller_context_is_background_and_never_widens_access(
     services: Services, shop: Shop, bob: Account, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

@@ -161,6 +161,12 @@ CORNERS: list[tuple[str, Any]] = [
     ("TO_TIMESTAMP(1709622480)", "2024-03-05T07:08:00+00:00"),
     ("EXTRACT(MONTH FROM TO_TIMESTAMP(1709622480))", 3),
     ("TO_CHAR(TO_TIMESTAMP(1709622480), 'HH24:MI')", "07:08"),
+    # The difference of two dates is a number of days on every store (SQLite alone would
+    # subtract the texts' years and give 0, PostgreSQL an interval).
+    ("ROUND(placed - '2024-01-01', 3)", 4.417),
+    ("ROUND(placed - CAST('2024-01-01' AS DATE), 3)", 4.417),
+    ("ROUND(TO_TIMESTAMP(1709622480) - placed, 2)", 59.88),
+    ("CURRENT_DATE - placed > 365", True),
 ]
 
 

@@ -83,3 +83,22 @@ def test_a_subquerys_groups_and_selected_keys_are_left_alone() -> None:
 
 def test_a_query_that_does_not_parse_is_left_to_the_checker() -> None:
     assert fit_shape("SELEC nothing FROM", "anything").query == "SELEC nothing FROM"
+
+
+async def test_a_rankings_hidden_measure_is_selected_for_an_answer_in_words(world: World) -> None:
+    query = "SELECT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC, SUM(total) DESC LIMIT 1"
+    shaped = fit_shape(query, "Who placed the most orders?", show_measure=True)
+    assert shaped.changes == ["selected the ranking's measure COUNT(*) AS count, SUM(total) AS sum_total"]
+    found = (await world.query.run(world.alice, world.sales, shaped.query)).rows
+    assert [(r["customer"], r["count"]) for r in found] == [("Ada", 2)]
+    assert fit_shape(query, "Who placed the most orders?").changes == []  # a query asked for as a query
+
+
+def test_a_measure_already_selected_or_not_aggregated_is_left_alone() -> None:
+    for query in (
+        "SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer ORDER BY n DESC LIMIT 1",
+        "SELECT customer, COUNT(*) FROM orders GROUP BY customer ORDER BY COUNT(*) DESC LIMIT 1",
+        "SELECT customer FROM orders ORDER BY total DESC LIMIT 1",
+        "SELECT DISTINCT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC",
+    ):
+        assert fit_shape(query, "Who placed the most orders?", show_measure=True).changes == []

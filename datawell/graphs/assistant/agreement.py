@@ -5,7 +5,9 @@ The answering model may phrase as it likes, but the numbers it states must be th
    or the conversation is named back to the model, which writes the answer again once;
 2. when the run found one value (one data step, one row, one column) and the answer still
    states another number, the service puts the value in its place: the answer to "how many
-   orders in March?" states the count the query returned, whatever the model wrote;
+   orders in March?" states the count the query returned, whatever the model wrote. A row
+   that names its item beside one measure the query computed (a count, a sum: "Dr. Kaya",
+   3 no-shows) counts as one value too, its measure, so "who had the most" says how many;
 3. otherwise the answer keeps the model's words and carries a note naming the numbers (the
    last resort).
 
@@ -18,8 +20,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import sqlglot
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from sqlglot import exp
 
 from datawell.graphs import tokens
 from datawell.graphs.assistant.grounding import NUMBER, numbers_in, unsupported_numbers
@@ -38,6 +42,7 @@ class Verdict:
     invented: list[str]
     value: Decimal | None  # the run's one value, when it found exactly one
     misses_value: bool
+    measure: str = ""  # the value's column, when the row also names its item
 
     @property
     def agrees(self) -> bool:
@@ -51,11 +56,42 @@ class Verdict:
             problems.append(
                 f"Your answer states {listed}, which {'is' if len(self.invented) == 1 else 'are'} not in the query results."
             )
-        if self.value is not None:
+        if self.value is not None and self.measure:
+            problems.append(
+                f"The row the query returned has {self.measure} = {format_value(self.value)}. "
+                "The answer must state that number beside what it names."
+            )
+        elif self.value is not None:
             problems.append(
                 f"The query returned exactly one value: {format_value(self.value)}. The answer must state that value."
             )
         return " ".join(problems) + " Write the answer again, stating only numbers the results hold."
+
+
+def labelled_measure(results: list[StepResult]) -> tuple[Decimal, str] | None:
+    """The measure of a one-row result that names its item: one data step, one row whose
+    visible columns are one number computed by an aggregate (a count, a sum, an average) and
+    text. A number the query did not aggregate (an id, a price) is not the row's measure."""
+    data = [r for r in results if r["kind"] == "data"]
+    if len(data) != 1 or data[0]["error"] or len(data[0]["rows"]) != 1:
+        return None
+    visible = {k: v for k, v in data[0]["rows"][0].items() if not k.startswith("__")}
+    numbers = [k for k, v in visible.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    if (
+        len(numbers) != 1
+        or len(visible) < 2
+        or any(not isinstance(v, str) for k, v in visible.items() if k != numbers[0])
+    ):
+        return None
+    [column] = numbers
+    try:
+        tree = sqlglot.parse_one(data[0]["query"], read="postgres")
+    except sqlglot.errors.SqlglotError:
+        return None
+    selected = tree.selects if isinstance(tree, exp.Query) else []
+    if not any(e.alias_or_name.lower() == column.lower() and e.find(exp.AggFunc) for e in selected):
+        return None
+    return Decimal(str(visible[column])), column
 
 
 def one_value(results: list[StepResult]) -> Decimal | None:
@@ -96,6 +132,10 @@ def _states(answer: str, value: Decimal) -> bool:
 
 def check(answer: str, results: list[StepResult], *texts: str) -> Verdict:
     value = one_value(results)
+    if value is None and (labelled := labelled_measure(results)) is not None:
+        value, measure = labelled
+        invented = unsupported_numbers(answer, results, *texts)
+        return Verdict(invented, value, not _states(answer, value), measure)
     if value is None:
         return Verdict(unsupported_numbers(answer, results, *texts), None, False)
     # One value: the row count (1) is no support for a stated "1" - only the value and the
@@ -107,7 +147,11 @@ def check(answer: str, results: list[StepResult], *texts: str) -> Verdict:
 def settle(answer: str, verdict: Verdict) -> tuple[str, list[str]]:
     """The answer the user gets once the rewrite did not agree either: the run's one value
     put in place of the invented numbers (or said first), else the answer with a note."""
-    if verdict.value is not None:
+    if verdict.value is not None and verdict.measure and not verdict.invented:
+        stated = format_value(verdict.value)
+        said = f"{answer.rstrip().rstrip('.')} ({verdict.measure.replace('_', ' ')}: {stated})."
+        return said, [f"the answer did not state the row's {verdict.measure} ({stated}), which it now states."]
+    if verdict.value is not None and not verdict.measure:
         stated = format_value(verdict.value)
         if len(verdict.invented) == 1:
             wrong = verdict.invented[0]

@@ -24,7 +24,7 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
     matched to stored values (tools/literals.py), and what changed, in words."""
     changes: list[str] = []
     if deps.fit_shape:
-        shaped = fit_shape(query, question)
+        shaped = fit_shape(query, question, show_measure=deps.show_measure)
         query = shaped.query
         changes += shaped.changes
     if deps.match_literals:

@@ -19,8 +19,8 @@ from datawell.tools.checker.allowed import (
     TableRef,
 )
 from datawell.tools.checker.columns import ColumnChecker, name_outputs, scopes_of, source_of
-from datawell.tools.checker.dates import date_misuse
-from datawell.tools.checker.dialects import adapt
+from datawell.tools.checker.dates import date_misuse, day_differences
+from datawell.tools.checker.dialects import adapt, sqlite_function_for
 from datawell.tools.checker.semantic import Semantic
 
 
@@ -38,6 +38,9 @@ def compile_query(
     misused = date_misuse(tree, resolved)
     if misused:
         raise QueryError("the query applies date functions to columns that hold no dates", sub_errors=misused)
+    for difference in day_differences(tree, resolved):
+        for days in (difference.this, difference.expression):
+            days.replace(sqlite_function_for(days, target))
     # --- end issue 27 ---
     semantic = Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)

@@ -136,3 +136,58 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
             ),
         )
     return list(problems.values())
+
+
+# A value that is a point in time whatever the store: sqlglot's date and time nodes. Columns
+# are judged by what they hold (`holds`), string literals by their spelling.
+INSTANT_NODES: tuple[type[exp.Expr], ...] = (
+    exp.CurrentDate,
+    exp.CurrentTimestamp,
+    exp.StrToTime,
+    exp.StrToDate,
+    exp.UnixToTime,
+    exp.TimestampTrunc,
+    exp.DateTrunc,
+    exp.Date,
+    exp.TsOrDsToTimestamp,
+)
+INSTANT_CASTS = {exp.DType.DATE, exp.DType.TIMESTAMP, exp.DType.TIMESTAMPTZ, exp.DType.DATETIME}
+
+
+def _instant(node: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> bool:
+    if isinstance(node, exp.Paren):
+        return _instant(node.this, resolved)
+    if id(node) in resolved:
+        info, name = resolved[id(node)]
+        held = holds(info.columns.get(name, ""), info.hints.get(name), name, info.column_descriptions.get(name, ""))
+        return held in ("timestamp", "iso text")
+    if isinstance(node, exp.Cast):
+        return node.to.this in INSTANT_CASTS
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower() in ("date", "datetime")
+    return isinstance(node, INSTANT_NODES)
+
+
+def _literal_date(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string and bool(ISO_DATE.match(node.this))
+
+
+def day_differences(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[exp.Sub]:
+    """Each `a - b` of two points in time (two date columns, or one and `current_date` or an
+    ISO date literal), rewritten in place to `julianday(a) - julianday(b)`: the QL's
+    difference of two dates is a number of days on every store. Left alone, SQLite subtracts
+    the texts' leading years (`'2024-03-10' - '2024-03-01'` is 0) and PostgreSQL returns an
+    interval. Returns the rewritten differences, whose julianday() the store's adaptation
+    translates (`dialects.sqlite_function_for`)."""
+    found = []
+    for node in list(tree.find_all(exp.Sub)):
+        left, right = node.this, node.expression
+        if not (_instant(left, resolved) or _instant(right, resolved)):
+            continue
+        if not all(_instant(side, resolved) or _literal_date(side) for side in (left, right)):
+            continue
+        days = [exp.Anonymous(this="JULIANDAY", expressions=[side]) for side in (left, right)]
+        node.set("this", days[0])
+        node.set("expression", days[1])
+        found.append(node)
+    return found

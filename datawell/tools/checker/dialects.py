@@ -58,7 +58,7 @@ def _sqlite_interval(interval: exp.Interval, sign: str) -> str | None:
     return f"{sign}{amount_text} {_INTERVAL_UNITS[unit]}"
 
 
-def _from_sqlite(node: exp.Anonymous, target: str) -> exp.Expr:
+def sqlite_function_for(node: exp.Anonymous, target: str) -> exp.Expr:
     """strftime() and julianday() as sqlglot's own nodes, which it writes for every store."""
     if node.name.lower() == "strftime":
         fmt, value = node.expressions
@@ -74,7 +74,7 @@ def _from_sqlite(node: exp.Anonymous, target: str) -> exp.Expr:
 
 def _to_sqlite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
-        return _from_sqlite(node, "sqlite")
+        return sqlite_function_for(node, "sqlite")
     if isinstance(node, exp.Extract) and _unit(node) in _EXTRACT_FORMATS:
         return exp.cast(_strftime(_EXTRACT_FORMATS[_unit(node)], node.expression), "INTEGER", copy=False)
     if isinstance(node, exp.Extract) and _unit(node) == "QUARTER":
@@ -160,7 +160,7 @@ def _sqlite_in(node: exp.EQ | exp.NEQ) -> exp.Expr:
 
 def _to_postgres(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
-        return _from_sqlite(node, "postgres")
+        return sqlite_function_for(node, "postgres")
     # round(double precision, int) and log(double precision, double precision) do not exist in
     # PostgreSQL; round(numeric, int) and log(numeric, numeric) do.
     if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
