@@ -8,6 +8,8 @@ rows. The ratio of the two is the figure: the machine's load moves both alike.
     .venv/bin/python -m bench.api --observability all   # also: Datawell with metrics and traces on
     .venv/bin/python -m bench.api --observability all --pace 400   # every server at 400 requests/s
     .venv/bin/python -m bench.api --observability none,metrics,all --pace 150 --together --rounds 8
+    OTEL_TRACES_SAMPLER_ARG=0.01 .venv/bin/python -m bench.api --observability none,metrics,all \
+        --interleaved --pace 300 --seconds 3 --rounds 20     # the 2% check: see below
 
 With `--observability metrics` a third server runs beside them: Datawell with its metrics on
 (`DATAWELL_METRICS=open`); with `all` also every request traced (`OTEL_EXPORTER_OTLP_ENDPOINT`
@@ -22,6 +24,17 @@ in each round (each by its own `--clients`), so that all of them see the same ma
 busy machine a round's overheads then compare processes that shared the same minutes, and the
 median and range of those per-round overheads are printed too.
 
+With `--interleaved` (the check of a small overhead) the Datawell servers (not the peer) are
+loaded one at a time,
+in an order that turns each round (after one warm-up load each, not counted), and the figure
+is each server's CPU time per request against the plain one's in the same round: the median
+of those per-round ratios with a 95% bootstrap interval, the load average of each round, and
+the same figure for a second plain server (`none`) as the noise floor of this run (with
+`--together`, every server at once in each round, their requests spread over each slot in a
+turning order, so that all share the same machine state): a
+difference inside the plain-vs-plain interval is not a result, and the 2% goal is called met
+or missed only when the interval is clear of +2%.
+
 Both servers listen on loopback (`--port` and the next one) with data in a temporary folder.
 With `DATAWELL_DATABASE_URL` set (an empty PostgreSQL database), Datawell is seeded and served
 from it; the peer stays on SQLite.
@@ -31,14 +44,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -201,7 +217,7 @@ def start(command: list[str], env: dict[str, str], port: int) -> subprocess.Pope
 
 
 async def load(
-    url: str, token: str, clients: int, seconds: float, pace: float | None = None
+    url: str, token: str, clients: int, seconds: float, pace: float | None = None, phase: float = 0.0
 ) -> tuple[float, list[float], int]:
     headers = {"Authorization": f"Bearer {token}"}
     latencies: list[float] = []
@@ -216,7 +232,7 @@ async def load(
 
         async def client(index: int) -> None:
             nonlocal errors
-            slot = started + (index / pace if pace else 0.0)
+            slot = started + (index / pace + phase if pace else 0.0)
             while time.monotonic() < end:
                 if pace:
                     await asyncio.sleep(max(0.0, slot - time.monotonic()))
@@ -244,10 +260,30 @@ def summary(name: str, rate: float, latencies: list[float], errors: int, cpu: fl
 
 
 def cpu_seconds(pid: int) -> float:
-    """The CPU time (user and system, every thread) a process has used: unlike the request
-    rate, the machine's other work does not move it."""
+    """The CPU time (user and system, every thread, those ended too) a process has used: unlike
+    the request rate, the machine's other work does not move it. Read from the process's CPU
+    clock (nanoseconds; `clock_getcpuclockid`), else from /proc in clock ticks (10 ms, which a
+    short round's few hundred ms of CPU would make a figure's noise)."""
+    clock = cpu_clock(pid)
+    if clock is not None:
+        return time.clock_gettime_ns(clock) / 1e9
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@functools.cache
+def cpu_clock(pid: int) -> int | None:
+    import ctypes
+
+    found = ctypes.c_int()
+    try:
+        failed = ctypes.CDLL(None).clock_getcpuclockid(pid, ctypes.byref(found))
+        if failed:
+            return None
+        time.clock_gettime_ns(found.value)
+    except (AttributeError, OSError):
+        return None
+    return found.value
 
 
 def load_average() -> str:
@@ -316,13 +352,16 @@ async def bench(args: argparse.Namespace) -> None:
             f"load average before: {load_average()}"
         )
 
-        async def measured(name: str) -> str:
+        async def measured(name: str, phase: float = 0.0) -> str:
             used = cpu_seconds(pids[name])
-            rate, latencies, errors = await load(targets[name], token, args.clients, args.seconds, args.pace)
+            rate, latencies, errors = await load(targets[name], token, args.clients, args.seconds, args.pace, phase)
             cpus[name].append((cpu_seconds(pids[name]) - used) / (len(latencies) + 1))
             rates[name].append(rate)
             return summary(name, rate, latencies, errors, cpus[name][-1])
 
+        if args.interleaved:
+            await interleaved(args, [n for n in targets if n != "minimal"], measured, cpus, rates, configurations)
+            return
         for round_number in range(1, args.rounds + 1):
             if args.together:
                 lines = await asyncio.gather(*(measured(name) for name in targets))
@@ -352,6 +391,85 @@ async def bench(args: argparse.Namespace) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# --interleaved: many short rounds, one server at a time in a turning order, each server's CPU
+# a request read against the plain one's of the same round.
+
+GOAL = 2.0  # per cent: issue 30's bound on what metrics and traces add
+MIN_ROUNDS = 8  # fewer per-round ratios give no interval worth reading
+
+
+async def interleaved(
+    args: argparse.Namespace,
+    names: list[str],
+    measured: Callable[[str, float], Awaitable[str]],
+    cpus: dict[str, list[float]],
+    rates: dict[str, list[float]],
+    configurations: list[str],
+) -> None:
+    for name in names:  # warm-up: caches, the first GC passes, the exporter's connection
+        await measured(name, 0.0)
+        cpus[name].clear()
+        rates[name].clear()
+    for round_number in range(1, args.rounds + 1):
+        turn = (round_number - 1) % len(names)
+        order = names[turn:] + names[:turn]
+        if round_number % 2 == 0:
+            order.reverse()
+        if args.together:  # at once, each server's requests a turning fraction of a slot apart
+            spacing = 1 / (args.pace * len(order)) if args.pace else 0.0
+            lines = await asyncio.gather(*(measured(name, i * spacing) for i, name in enumerate(order)))
+        else:
+            lines = [await measured(name, 0.0) for name in order]
+        print(f"round {round_number}  load {load_average()}")
+        for line in lines:
+            print(f"  {line}")
+    print(f"load average after: {load_average()}")
+    found = {name: overhead(cpus[f"datawell+{name}"], cpus["datawell"]) for name in configurations}
+    noise = found.get("none")
+    for name, (median, low, high) in found.items():
+        label = "plain vs plain (the noise floor)" if name == "none" else name
+        line = (
+            f"{label}: server CPU per request {median:+.1f}% (median of {args.rounds} per-round ratios, "
+            f"95% bootstrap interval {low:+.1f}% to {high:+.1f}%)"
+        )
+        if name != "none":
+            line += f"; {verdict(low, high, noise) if args.rounds >= MIN_ROUNDS else 'too few rounds to say'}"
+        print(line)
+    if noise is None:
+        print("no plain-vs-plain figure (add `none` to --observability): the noise of this run is unknown")
+    if args.pace:  # a server short of the pace was saturated: its CPU a request does not compare
+        short = sum(any(rates[name][i] < 0.97 * args.pace for name in names) for i in range(args.rounds))
+        if short:
+            print(
+                f"{short} of {args.rounds} rounds had a server more than 3% short of the pace (saturated: "
+                "its CPU a request does not compare); lower --pace or run fewer configurations"
+            )
+
+
+def overhead(observed: list[float], plain: list[float], draws: int = 2000) -> tuple[float, float, float]:
+    """The median per-round overhead (per cent) and its 95% bootstrap interval."""
+    each = [100 * (o / p - 1) for o, p in zip(observed, plain, strict=True)]
+    rng = random.Random(30)  # the same interval for the same rounds
+    medians = sorted(statistics.median(rng.choices(each, k=len(each))) for _ in range(draws))
+    return statistics.median(each), medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def verdict(low: float, high: float, noise: tuple[float, float, float] | None) -> str:
+    """What an interval says, beside the plain-vs-plain one: nothing when they overlap; the 2%
+    goal met or missed only when the interval is clear of it."""
+    parts = []
+    if noise is not None:
+        _median, noise_low, noise_high = noise
+        parts.append("within the noise" if low <= noise_high and high >= noise_low else "outside the noise")
+    if high <= GOAL:
+        parts.append(f"the {GOAL:g}% goal met (the interval's top is under it)")
+    elif low > GOAL:
+        parts.append(f"the {GOAL:g}% goal missed (the interval's bottom is over it)")
+    else:
+        parts.append(f"the {GOAL:g}% goal not resolved (the interval spans it)")
+    return ", ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("role", nargs="?", default="bench", choices=["bench", "minimal", "sink"])
@@ -363,6 +481,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--together", action="store_true", help="load every server at once in each round (same machine state)"
+    )
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="one server at a time in a turning order, each round's CPU per request against the plain server's "
+        "(median of per-round ratios, bootstrap interval, plain-vs-plain floor); use many short rounds",
     )
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--db", type=Path)

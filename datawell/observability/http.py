@@ -3,19 +3,19 @@ the raw path, whose ids would make a series per request), both kept by one middl
 `RequestObserver`.
 
 The span is ours, not the OpenTelemetry ASGI middleware's, whose per-request work cost 70-120
-µs of CPU whether the request was sampled or not. A request the sampler drops costs a few µs
-here, one that is recorded the SDK's span and its export (docs/decisions.md, issue 30)."""
+µs of CPU whether the request was sampled or not. A request the sampler drops costs about 1.5
+µs here (no span: two ids and a header), one that is recorded the SDK's span and its export (docs/decisions.md, issue 30)."""
 
 from __future__ import annotations
 
 import time
+from random import getrandbits
 
 from opentelemetry import context, propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
-from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from datawell.observability import metrics, tracing
@@ -32,10 +32,7 @@ URL_SCHEME = "url.scheme"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 NETWORK_PROTOCOL_VERSION = "network.protocol.version"
-# A dropped request's span: random ids, flagged random (W3C level 2) and not sampled, as the
-# SDK's own non-recording spans are.
-IDS = RandomIdGenerator()
-DROPPED = TraceFlags(TraceFlags.RANDOM_TRACE_ID)
+LOW_64 = TraceIdRatioBased.TRACE_ID_LIMIT
 KNOWN_METHODS = frozenset({"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE"})
 
 Headers = list[tuple[bytes, bytes]]
@@ -67,9 +64,11 @@ class RequestObserver:
     the response names it in its own `traceparent` header, so a client can find its trace. A
     request that starts a trace is sampled here, by its trace id at `ratio` (what the
     provider's `TraceIdRatioBased` decides on the same id, which `tracing.DrawnIds` hands
-    it): a dropped one gets a non-recording span made here, without the SDK, since at a low
-    ratio that is nearly every request. A caller's trace is the SDK's parent-based sampler's
-    to follow. The span starts named by the method and is renamed by the route template once
+    it). A dropped one, nearly every request at a low ratio, gets no span and no context: its
+    `traceparent` (trace and span ids drawn here, flags 02) is set in `tracing.DROPPED` for
+    its time, which the log lines read for their ids and under which the provider's sampler
+    drops every span started beneath it (`tracing.Dropped`), on the request's trace id. A
+    caller's trace is the SDK's parent-based sampler's to follow. The span starts named by the method and is renamed by the route template once
     the router has chosen it; a request no route matched keeps the method."""
 
     def __init__(self, app: ASGIApp, tracer: Tracer | None = None, ratio: float = 1.0, counted: bool = True) -> None:
@@ -87,15 +86,20 @@ class RequestObserver:
         started = time.perf_counter()
         span: Span | None = None
         traceparent: tuple[bytes, bytes] | None = None
-        token = None
+        token = dropped = None
         if self.tracer is not None:
             parent = self.parent(scope["headers"])
-            span, traceparent = self.start(self.tracer, scope, parent)
-            token = context.attach(trace.set_span_in_context(span, parent))
-            if span.is_recording():
-                span.set_attributes(request_attributes(scope))
-            else:  # nothing more to do for it but the header
-                span = None
+            trace_id, header = self.drawn(parent)
+            if header is not None:  # nearly every request at a low ratio: no span, no context
+                traceparent = (b"traceparent", header)
+                dropped = tracing.DROPPED.set(header)
+            else:
+                span, traceparent = self.start(self.tracer, scope, parent, trace_id)
+                token = context.attach(trace.set_span_in_context(span, parent))
+                if span.is_recording():
+                    span.set_attributes(request_attributes(scope))
+                else:  # a caller's unsampled trace: nothing more to do for it but the header
+                    span = None
         status = 0
 
         async def sending(message: Message) -> None:
@@ -117,6 +121,8 @@ class RequestObserver:
         finally:
             if token is not None:
                 context.detach(token)
+            elif dropped is not None:
+                tracing.DROPPED.reset(dropped)
             route = getattr(scope.get("route"), "path", None)
             if span is not None:
                 ended(span, scope["method"], route, status)
@@ -132,15 +138,26 @@ class RequestObserver:
                 return propagate.extract(headers, getter=HEADERS)
         return None
 
-    def start(self, tracer: Tracer, scope: Scope, parent: Context | None) -> tuple[Span, tuple[bytes, bytes]]:
-        """The request's span and the `traceparent` header that names it."""
-        trace_id = 0
-        if parent is None or not trace.get_current_span(parent).get_span_context().is_valid:
-            trace_id = IDS.generate_trace_id()
-            if trace_id & TraceIdRatioBased.TRACE_ID_LIMIT >= self.bound:
-                span_id = IDS.generate_span_id()
-                header = b"00-%032x-%016x-02" % (trace_id, span_id)  # 02: DROPPED
-                return NonRecordingSpan(SpanContext(trace_id, span_id, False, DROPPED)), (b"traceparent", header)
+    def drawn(self, parent: Context | None) -> tuple[int, bytes | None]:
+        """For a request that starts a trace, the trace id drawn for it and, when the sampler
+        drops it, the `traceparent` that names it (its span id drawn with it); for one that
+        continues a caller's trace, (0, None). The decision is `TraceIdRatioBased`'s on the
+        drawn id: its low 64 bits under the ratio's bound."""
+        if parent is not None and trace.get_current_span(parent).get_span_context().is_valid:
+            return 0, None  # the caller's trace: the SDK's parent-based sampler follows it
+        ids = getrandbits(192)  # the trace id's 128 bits, then the span id's 64
+        if not (ids >> 64 and ids & LOW_64):  # an invalid (zero) id, once in 2**64 draws
+            ids |= 1 << 64 | 1
+        if (ids >> 64) & LOW_64 < self.bound:
+            return ids >> 64, None
+        hexed = ids.to_bytes(24).hex()
+        return ids >> 64, f"00-{hexed[:32]}-{hexed[32:]}-02".encode()  # 02: random, not sampled
+
+    def start(
+        self, tracer: Tracer, scope: Scope, parent: Context | None, trace_id: int
+    ) -> tuple[Span, tuple[bytes, bytes]]:
+        """The request's span (on `trace_id` when it starts a trace) and the `traceparent`
+        header that names it."""
         method = scope["method"]
         drawn = tracing.DRAWN_TRACE_ID.set(trace_id)
         try:

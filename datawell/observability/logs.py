@@ -10,17 +10,22 @@ from typing import Literal
 
 from opentelemetry import trace
 
+from datawell.observability import tracing
+
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [trace=%(trace_id)s] %(message)s"
 
 
 class TraceIds(logging.Filter):
-    """Adds the current span's ids to every record it sees (a handler filter: every line)."""
+    """Adds the current span's ids to every record it sees (a handler filter: every line); in
+    a request the sampler dropped, which has no span, the ids its `traceparent` names."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         context = trace.get_current_span().get_span_context()
         if context.is_valid:
             record.trace_id = f"{context.trace_id:032x}"
             record.span_id = f"{context.span_id:016x}"
+        elif dropped := tracing.DROPPED.get():
+            record.trace_id, record.span_id = tracing.dropped_ids(dropped)
         else:
             record.trace_id = record.span_id = ""
         return True

@@ -8,16 +8,20 @@ process (the tests) each see their own; `tracer()` is a no-op tracer while trace
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
-from opentelemetry.trace import NoOpTracerProvider, Tracer
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, SamplingResult, TraceIdRatioBased
+from opentelemetry.trace import Link, NoOpTracerProvider, SpanKind, Tracer
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 
 from datawell import __version__
 from datawell.config import Settings
@@ -74,24 +78,69 @@ def pairs(text: str) -> dict[str, str]:
 
 # The trace id `RequestObserver` drew for the root span it is starting (0: none).
 DRAWN_TRACE_ID: ContextVar[int] = ContextVar("datawell_drawn_trace_id", default=0)
+# The `traceparent` of the request being served when the sampler dropped it (b"": none):
+# `RequestObserver` sets it for the request's time instead of making a span current. Its
+# trace id is the request's (`dropped_ids`), given to the spans started beneath it, which
+# `Dropped` never samples.
+DROPPED: ContextVar[bytes] = ContextVar("datawell_dropped_request", default=b"")
+
+
+def dropped_ids(traceparent: bytes) -> tuple[str, str]:
+    """The trace and span ids, in hex, that a `DROPPED` `traceparent` names."""
+    return traceparent[3:35].decode("ascii"), traceparent[36:52].decode("ascii")
 
 
 class DrawnIds(RandomIdGenerator):
     """Random ids, except the trace id already drawn for the root span being started
     (`DRAWN_TRACE_ID`): `RequestObserver` draws a request's trace id to take the sampler's
     decision before any span exists (a dropped request then costs no SDK span), and the span
-    it then asks for must carry that id, the one the decision was taken on."""
+    it then asks for must carry that id, the one the decision was taken on. A span started
+    beneath a dropped request (`DROPPED`) has no parent span but carries the request's trace
+    id, so that the run record and the log lines name the trace the response names."""
 
     def generate_trace_id(self) -> int:
-        return DRAWN_TRACE_ID.get() or super().generate_trace_id()
+        drawn = DRAWN_TRACE_ID.get()
+        if drawn:
+            return drawn
+        dropped = DROPPED.get()
+        return int(dropped[3:35], 16) if dropped else super().generate_trace_id()
+
+
+DROP = SamplingResult(Decision.DROP)
+
+
+class Dropped(Sampler):
+    """`root`'s decision on a new trace, except beneath a request the sampler dropped
+    (`DROPPED`), where no span is ever sampled: the request's decision holds for everything it
+    starts, as a non-sampled parent span's would under `ParentBased`."""
+
+    def __init__(self, root: Sampler) -> None:
+        self.root = root
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        if DROPPED.get():
+            return DROP
+        return self.root.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        return f"Dropped{{{self.root.get_description()}}}"
 
 
 def new_provider(ratio: float, processor: SpanProcessor, resource: Resource | None = None) -> TracerProvider:
     """A provider sampling new traces at `ratio` by trace id and following a caller's
-    decision (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`), with `DrawnIds`."""
-    provider = TracerProvider(
-        resource=resource or Resource.create(), sampler=ParentBased(TraceIdRatioBased(ratio)), id_generator=DrawnIds()
-    )
+    decision (`OTEL_TRACES_SAMPLER=parentbased_traceidratio`), with `DrawnIds`; a new trace
+    beneath a dropped request is dropped too (`Dropped`)."""
+    sampler = ParentBased(Dropped(TraceIdRatioBased(ratio)))
+    provider = TracerProvider(resource=resource or Resource.create(), sampler=sampler, id_generator=DrawnIds())
     provider.add_span_processor(processor)
     return provider
 

@@ -21,12 +21,21 @@ then reads as a wrong answer. Before a query runs, three such slips are mended:
   An aggregate the outermost query orders by and does not select is selected, after the
   rest. A query asked for as a query (nl2ql) is left as its writer meant it.
 
-Pure functions of the query text and the question: no catalog, no data. A query that does
-not parse is returned as it is (the checker says why)."""
+And one that needs the catalog's column names (`group_per_asked`):
+
+- **An aggregate asked "per X" without its groups.** "What are the average payment terms of
+  our suppliers per country?" written `SELECT AVG(payment_terms_days) FROM suppliers` gives
+  one number for all countries. When the question asks per (or for each, in each) a word
+  that is exactly one column of the query's tables, and the outermost query selects only
+  aggregates and has no GROUP BY, it is grouped by that column, which is selected in front.
+
+The rest are pure functions of the query text and the question: no catalog, no data. A
+query that does not parse is returned as it is (the checker says why)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -194,3 +203,49 @@ def _measure_name(measure: exp.AggFunc) -> str:
         argument = argument.expressions[0] if len(argument.expressions) == 1 else None
     function = measure.key.lower()
     return f"{function}_{argument.name}" if isinstance(argument, exp.Column) and argument.name else function
+
+
+# "per country", "for each country", "in every region": the word the groups are asked by.
+_PER = re.compile(r"\b(?:per|(?:for|in)\s+(?:each|every))\s+([a-z][a-z_]*)", re.IGNORECASE)
+
+
+# "Average rainfall per day" asks for one average of daily values as often as for one row
+# per day: a time unit is left to the writer.
+_TIME_UNITS = frozenset(["second", "minute", "hour", "day", "week", "month", "quarter", "year"])
+
+
+def asked_per(question: str) -> str:
+    """The word a question asks an aggregate per ("country"), else "" (also for time units)."""
+    found = _PER.search(question)
+    word = found.group(1).lower() if found else ""
+    return "" if word.rstrip("s") in _TIME_UNITS else word
+
+
+def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[str]]) -> Shaped:
+    """`query` grouped by the column the question asks per (see the module); `columns`: each
+    table's column names, by the name a query gives the table."""
+    word = asked_per(question)
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    if not word or not isinstance(tree, exp.Select) or tree.args.get("group") is not None:
+        return Shaped(query, [])
+    if any(not e.unalias().find(exp.AggFunc) or e.find(exp.Window) for e in tree.expressions):
+        return Shaped(query, [])
+    forms = {word, word[:-1] if word.endswith("s") else word, word[:-3] + "y" if word.endswith("ies") else word}
+    found = [
+        (table.alias_or_name, column)
+        for table in tree.find_all(exp.Table)
+        if table.find_ancestor(exp.Select) is tree
+        for column in columns.get(table.name, ())
+        if column.lower() in forms
+    ]
+    if len(found) != 1:
+        return Shaped(query, [])  # none, or several tables have it: the question does not say which
+    [(alias, column)] = found
+    key = exp.column(column, table=alias if len(list(tree.find_all(exp.Table))) > 1 else None)
+    tree.set("expressions", [key.copy(), *tree.expressions])
+    tree.set("group", exp.Group(expressions=[key]))
+    shown = key.sql(dialect=DIALECTS[QL_DIALECT])
+    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {word}"])

@@ -229,6 +229,23 @@ async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
     )
 
 
+async def test_an_aggregate_asked_per_a_column_is_grouped_and_said(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: "per city" asks for a count a city; the writer's query gave one for all."""
+    grouped = "SELECT city, COUNT(*) AS people FROM customers GROUP BY city"
+    chat_model.script.append(QueryDraft(query="SELECT COUNT(*) AS people FROM customers"))
+    tools.rows[grouped] = [{"city": "Oslo", "people": 2}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How many customers are there per city?"))
+
+    assert events[0] == QueryGenerated(
+        query=grouped,
+        reasoning="written by the query model; grouped by city: the question asks per city",
+        attempts=1,
+    )
+
+
 async def test_a_name_no_dataset_holds_is_declined_when_the_repair_asks_for_it_again(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

@@ -45,13 +45,24 @@ async def failing(request: Request) -> PlainTextResponse:
 
 
 def small_app(provider: TracerProvider, ratio: float) -> Starlette:
+    tracer = provider.get_tracer("test")
+
+    async def work(request: Request) -> PlainTextResponse:
+        """Starts a span beneath the request's, as a run does (no explicit parent), and
+        answers with that span's trace id."""
+        span = tracer.start_span("inner")
+        span.end()
+        LOGGER.info("working")
+        return PlainTextResponse(f"{span.get_span_context().trace_id:032x}")
+
     return Starlette(
         routes=[
             Route("/items/{item_id}", item),
             Route("/broken", broken),
             Route("/failing", failing),
+            Route("/work", work),
         ],
-        middleware=[Middleware(RequestObserver, tracer=provider.get_tracer("test"), ratio=ratio)],
+        middleware=[Middleware(RequestObserver, tracer=tracer, ratio=ratio)],
     )
 
 
@@ -60,8 +71,12 @@ def exporter() -> InMemorySpanExporter:
     return InMemorySpanExporter()
 
 
-def client_of(exporter: InMemorySpanExporter, ratio: float = 1.0) -> httpx.AsyncClient:
-    provider = tracing.new_provider(ratio, SimpleSpanProcessor(exporter))
+def client_of(
+    exporter: InMemorySpanExporter, ratio: float = 1.0, provider_ratio: float | None = None
+) -> httpx.AsyncClient:
+    """A client of `small_app`, whose requests are sampled at `ratio` (the provider's too,
+    unless `provider_ratio` says otherwise)."""
+    provider = tracing.new_provider(ratio if provider_ratio is None else provider_ratio, SimpleSpanProcessor(exporter))
     transport = httpx.ASGITransport(app=small_app(provider, ratio), raise_app_exceptions=False)
     return httpx.AsyncClient(transport=transport, base_url="http://testserver")
 
@@ -199,6 +214,46 @@ async def test_a_request_is_sampled_by_its_trace_id(exporter: InMemorySpanExport
     assert {flags for _trace, _span, flags in dropped_ids} == {"02"}  # as the SDK flags its own
     for trace_id, _span, _flags in dropped_ids:
         assert f"[trace={trace_id}] reading item" in logged.getvalue()
+
+
+async def test_the_spans_beneath_a_request_are_its_own(exporter: InMemorySpanExporter, logged: io.StringIO) -> None:
+    """A span started beneath a request (as a run's) is a child of its span when the request
+    is sampled: one whole trace. Beneath a dropped request it is never exported nor sampled as
+    a new root, yet it carries the trace id the response and the log lines name."""
+    async with client_of(exporter, ratio=0.5) as http:
+        responses = [await http.get("/work") for _ in range(40)]
+    spans = exporter.get_finished_spans()
+    servers = {s.context.trace_id: s for s in spans if s.name == "GET /work"}
+    inner = {s.context.trace_id: s for s in spans if s.name == "inner"}
+    kept = [r for r in responses if sampled(traceparent_of(r)[3])]
+    assert 0 < len(kept) < 40 and len(spans) == 2 * len(kept)  # both, but for a chance of 2**-39
+    for response in responses:
+        _version, trace_id, span_id, _flags = traceparent_of(response)
+        assert response.text == trace_id  # the inner span's trace is the request's
+        assert f"[trace={trace_id}] working" in logged.getvalue()
+        if response in kept:
+            server, child = servers[int(trace_id, 16)], inner[int(trace_id, 16)]
+            assert f"{server.context.span_id:016x}" == span_id and server.parent is None
+            assert child.parent is not None and child.parent.span_id == server.context.span_id
+        else:
+            assert int(trace_id, 16) not in servers and int(trace_id, 16) not in inner
+
+
+async def test_a_dropped_request_drops_its_spans_whatever_the_providers_ratio(exporter: InMemorySpanExporter) -> None:
+    """The request's decision holds beneath it even where the provider alone would sample
+    every new trace; a caller's trace is still followed, sampled or not."""
+    async with client_of(exporter, ratio=0.0, provider_ratio=1.0) as http:
+        dropped = await http.get("/work")
+        followed = await http.get("/work", headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"})
+        unsampled = await http.get("/work", headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-00"})
+    assert not sampled(traceparent_of(dropped)[3]) and dropped.text == traceparent_of(dropped)[1]
+    assert (followed.text, unsampled.text) == (CALLER_TRACE, CALLER_TRACE)
+    assert sampled(traceparent_of(followed)[3]) and not sampled(traceparent_of(unsampled)[3])
+    server, child = sorted(exporter.get_finished_spans(), key=lambda s: s.name)
+    assert (server.name, child.name) == ("GET /work", "inner")  # the followed request's, nothing else
+    assert server.parent is not None and f"{server.parent.span_id:016x}" == CALLER_SPAN
+    assert child.parent is not None and child.parent.span_id == server.context.span_id
+    assert f"{child.context.trace_id:032x}" == CALLER_TRACE
 
 
 async def test_metrics_without_traces_add_no_header() -> None:

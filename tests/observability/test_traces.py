@@ -39,11 +39,18 @@ def exporter() -> InMemorySpanExporter:
 
 
 @pytest.fixture
+def ratio() -> float:
+    """`OTEL_TRACES_SAMPLER_ARG` (a test parametrizes it to change it)."""
+    return 1.0
+
+
+@pytest.fixture
 async def service(
-    settings: Settings, chat_models: FixedChatModels, exporter: InMemorySpanExporter
+    settings: Settings, chat_models: FixedChatModels, exporter: InMemorySpanExporter, ratio: float
 ) -> AsyncIterator[Running]:
+    sampled = settings.model_copy(update={"otel_traces_sampler_arg": ratio})
     app = create_app(
-        settings, Overrides(models=chat_models, embedder=HashingEmbedder()), spans=SimpleSpanProcessor(exporter)
+        sampled, Overrides(models=chat_models, embedder=HashingEmbedder()), spans=SimpleSpanProcessor(exporter)
     )
     async with served(app) as running:
         yield running
@@ -140,6 +147,32 @@ async def test_a_callers_trace_is_continued(
     assert server.parent is not None and server.parent.is_remote
     assert (f"{server.parent.trace_id:032x}", f"{server.parent.span_id:016x}") == (caller_trace, caller_span)
     assert response.headers["traceparent"].split("-")[1:3] == [caller_trace, f"{server.context.span_id:016x}"]
+
+
+@pytest.mark.parametrize("ratio", [0.0])
+async def test_a_dropped_question_exports_nothing(
+    client: httpx.AsyncClient, alice: Account, sales: str, exporter: InMemorySpanExporter
+) -> None:
+    """A question the sampler drops exports no span (not its request's, nor its run's, nodes',
+    model calls' or query's as traces of their own); its response, its record and its log
+    lines name one unsampled trace. A caller's sampled trace is still followed whole."""
+    exporter.clear()
+    question = {"namespace": "sales", "query": "Who paid the most?"}
+    response = await client.post("/api/v1/query/autorag", json=question, headers=alice.headers)
+    assert response.status_code == 200
+    _version, trace_id, _span, flags = response.headers["traceparent"].split("-")
+    assert not int(flags, 16) & 1
+    record = (await client.get(f"/api/v1/runs/{response.headers['datawell-run-id']}", headers=alice.headers)).json()
+    assert record["traceId"] == trace_id
+    assert exporter.get_finished_spans() == ()
+    caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    followed = await client.post(
+        "/api/v1/query/autorag", json=question, headers={**alice.headers, "traceparent": caller}
+    )
+    assert followed.status_code == 200
+    check_question_trace(
+        list(exporter.get_finished_spans()), lambda s: s.name, attributes, lambda s: s.context.trace_id
+    )
 
 
 async def test_traces_are_off_by_default(settings: Settings) -> None:

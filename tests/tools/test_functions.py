@@ -167,6 +167,12 @@ CORNERS: list[tuple[str, Any]] = [
     ("ROUND(placed - CAST('2024-01-01' AS DATE), 3)", 4.417),
     ("ROUND(TO_TIMESTAMP(1709622480) - placed, 2)", 59.88),
     ("CURRENT_DATE - placed > 365", True),
+    # A date compared with a year, a month or a day compares that period (a timestamp never
+    # equals '2024-01': as written, the filter matched nothing on either store).
+    ("placed = '2024-01'", True),
+    ("placed = '2024'", True),
+    ("placed = '2024-01-05'", True),
+    ("'2024-02' = placed", False),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from datawell.tools.shape import fit_shape
+from datawell.tools.shape import fit_shape, group_per_asked
 from tests.tools.conftest import World
 
 
@@ -102,3 +102,28 @@ def test_a_measure_already_selected_or_not_aggregated_is_left_alone() -> None:
         "SELECT DISTINCT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC",
     ):
         assert fit_shape(query, "Who placed the most orders?", show_measure=True).changes == []
+
+
+ORDERS_COLUMNS = {"orders": ["order_id", "customer", "total", "paid", "note", "placed"], "people": ["customer", "city"]}
+
+
+async def test_an_aggregate_asked_per_a_column_is_grouped_by_it(world: World) -> None:
+    shaped = group_per_asked("SELECT SUM(total) AS spent FROM orders", "What was spent per customer?", ORDERS_COLUMNS)
+    assert shaped.changes == ["grouped by customer: the question asks per customer"]
+    found = (await world.query.run(world.alice, world.sales, shaped.query)).rows
+    assert sorted(r["customer"] for r in found) == ["Ada", "Bob", "Cy", "Dee"]  # one sum each, not one for all
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("SELECT SUM(total) FROM orders", "What was spent in total?"),  # not asked per anything
+        ("SELECT SUM(total) FROM orders", "What was spent per day?"),  # a time unit: one average or a row a day
+        ("SELECT SUM(total) FROM orders", "What was spent per city?"),  # no column of the query's tables
+        ("SELECT customer, SUM(total) FROM orders GROUP BY customer", "What was spent per customer?"),  # grouped
+        ("SELECT customer, SUM(total) FROM orders", "What was spent for each customer?"),  # a column beside it
+        ("SELECT COUNT(*) FROM orders AS o JOIN people AS p ON p.customer = o.customer", "Orders per customer?"),
+    ],
+)
+def test_an_aggregate_not_asked_per_one_column_is_left_alone(query: str, question: str) -> None:
+    assert group_per_asked(query, question, ORDERS_COLUMNS).changes == []

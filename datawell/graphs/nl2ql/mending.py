@@ -16,7 +16,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.literals import match_literals
 from datawell.tools.mend import mend
 from datawell.tools.names import NameTriage, flagged, query_names, triage
-from datawell.tools.shape import fit_shape
+from datawell.tools.shape import asked_per, fit_shape, group_per_asked
 
 
 async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
@@ -27,6 +27,11 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
         shaped = fit_shape(query, question, show_measure=deps.show_measure)
         query = shaped.query
         changes += shaped.changes
+        if asked_per(question):  # the catalog's columns are read only for a question asked "per X"
+            catalog = await deps.tools.catalog(context.caller, context.namespace)
+            grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
+            query = grouped.query
+            changes += grouped.changes
     if deps.match_literals:
         matched = await match_literals(deps.tools, context.caller, context.namespace, query)
         if matched.changes:

@@ -19,7 +19,7 @@ from datawell.tools.checker.allowed import (
     TableRef,
 )
 from datawell.tools.checker.columns import ColumnChecker, name_outputs, scopes_of, source_of
-from datawell.tools.checker.dates import date_misuse, day_differences
+from datawell.tools.checker.dates import date_misuse, day_differences, period_equalities
 from datawell.tools.checker.dialects import adapt, sqlite_function_for
 from datawell.tools.checker.semantic import Semantic
 
@@ -41,6 +41,8 @@ def compile_query(
     for difference in day_differences(tree, resolved):
         for days in (difference.this, difference.expression):
             days.replace(sqlite_function_for(days, target))
+    for period in period_equalities(tree, resolved):
+        period.replace(sqlite_function_for(period, target))
     # --- end issue 27 ---
     semantic = Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)

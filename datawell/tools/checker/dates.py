@@ -191,3 +191,28 @@ def day_differences(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]
         node.set("expression", days[1])
         found.append(node)
     return found
+
+
+PERIOD = re.compile(r"^(\d{4})(-\d{2})?(-\d{2})?$")
+PERIOD_FORMATS = {1: "%Y", 2: "%Y-%m", 3: "%Y-%m-%d"}
+
+
+def period_equalities(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[exp.Anonymous]:
+    """Each `x = '2024-03'` (or `'2024'`, `'2024-03-05'`) of a column that holds points in
+    time, rewritten in place to compare the period it names: `strftime('%Y-%m', x) = '2024-03'`,
+    `strftime('%Y-%m-%d', x) = '2024-03-05'`. A timestamp never equals a month, so as written the filter
+    matched nothing, silently (the issue's "orders in March 2024" counted 0). Returns the
+    date functions put in, for the store's adaptation (`dialects.sqlite_function_for`)."""
+    found = []
+    for node in list(tree.find_all(exp.EQ)):
+        for column, literal in ((node.this, node.expression), (node.expression, node.this)):
+            if not (isinstance(literal, exp.Literal) and literal.is_string and _instant(column, resolved)):
+                continue
+            if not isinstance(column.unnest(), exp.Column) or not (period := PERIOD.match(literal.this)):
+                continue
+            fmt = PERIOD_FORMATS[sum(1 for group in period.groups() if group)]
+            function = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(fmt), column.copy()])
+            column.replace(function)
+            found.append(function)
+            break
+    return found
