@@ -157,11 +157,11 @@ def held(words: list[str], catalog: Catalog) -> bool:
     letters, or a catalog word of three letters or more that begins it (`pop`, "population")."""
     known, _ = catalog_texts(catalog)
     abbreviations = [k for k in known if len(k) >= 3]
-    forms = {form for w in words for form in (w, _singular(w))}
+    forms = {form for w in words for form in (w, singular(w))}
     return any(word_match(w, known) or any(w.startswith(k) for k in abbreviations) for w in forms)
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     """`cities` → city, `addresses` → address, `bags` → bag."""
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"

@@ -42,6 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
+from datawell.tools.coverage import singular
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
@@ -218,7 +219,7 @@ def asked_per(question: str) -> str:
     """The word a question asks an aggregate per ("country"), else "" (also for time units)."""
     found = _PER.search(question)
     word = found.group(1).lower() if found else ""
-    return "" if word.rstrip("s") in _TIME_UNITS else word
+    return "" if singular(word) in _TIME_UNITS else word
 
 
 def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[str]]) -> Shaped:
@@ -233,7 +234,7 @@ def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[st
         return Shaped(query, [])
     if any(not e.unalias().find(exp.AggFunc) or e.find(exp.Window) for e in tree.expressions):
         return Shaped(query, [])
-    forms = {word, word[:-1] if word.endswith("s") else word, word[:-3] + "y" if word.endswith("ies") else word}
+    forms = {word, singular(word)}
     found = [
         (table.alias_or_name, column)
         for table in tree.find_all(exp.Table)

@@ -68,14 +68,23 @@ class Verdict:
         return " ".join(problems) + " Write the answer again, stating only numbers the results hold."
 
 
+def _one_row(results: list[StepResult]) -> tuple[StepResult, dict[str, Any]] | None:
+    """The run's one data step that ran and returned one row, with that row's visible
+    columns; None for any other run."""
+    data = [r for r in results if r["kind"] == "data"]
+    if len(data) != 1 or data[0]["error"] or len(data[0]["rows"]) != 1:
+        return None
+    return data[0], {k: v for k, v in data[0]["rows"][0].items() if not k.startswith("__")}
+
+
 def labelled_measure(results: list[StepResult]) -> tuple[Decimal, str] | None:
     """The measure of a one-row result that names its item: one data step, one row whose
     visible columns are one number computed by an aggregate (a count, a sum, an average) and
     text. A number the query did not aggregate (an id, a price) is not the row's measure."""
-    data = [r for r in results if r["kind"] == "data"]
-    if len(data) != 1 or data[0]["error"] or len(data[0]["rows"]) != 1:
+    found = _one_row(results)
+    if found is None:
         return None
-    visible = {k: v for k, v in data[0]["rows"][0].items() if not k.startswith("__")}
+    step, visible = found
     numbers = [k for k, v in visible.items() if isinstance(v, int | float) and not isinstance(v, bool)]
     if (
         len(numbers) != 1
@@ -85,7 +94,7 @@ def labelled_measure(results: list[StepResult]) -> tuple[Decimal, str] | None:
         return None
     [column] = numbers
     try:
-        tree = sqlglot.parse_one(data[0]["query"], read="postgres")
+        tree = sqlglot.parse_one(step["query"], read="postgres")
     except sqlglot.errors.SqlglotError:
         return None
     selected = tree.selects if isinstance(tree, exp.Query) else []
@@ -97,10 +106,10 @@ def labelled_measure(results: list[StepResult]) -> tuple[Decimal, str] | None:
 def one_value(results: list[StepResult]) -> Decimal | None:
     """The run's single numeric value: one data step that ran, one row, one visible column
     holding a number (a count, a sum, an average)."""
-    data = [r for r in results if r["kind"] == "data"]
-    if len(data) != 1 or data[0]["error"] or len(data[0]["rows"]) != 1:
+    found = _one_row(results)
+    if found is None:
         return None
-    values = [v for k, v in data[0]["rows"][0].items() if not k.startswith("__")]
+    values = list(found[1].values())
     if len(values) != 1 or isinstance(values[0], bool):
         return None
     value: Any = values[0]

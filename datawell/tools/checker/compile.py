@@ -38,11 +38,8 @@ def compile_query(
     misused = date_misuse(tree, resolved)
     if misused:
         raise QueryError("the query applies date functions to columns that hold no dates", sub_errors=misused)
-    for difference in day_differences(tree, resolved):
-        for days in (difference.this, difference.expression):
-            days.replace(sqlite_function_for(days, target))
-    for period in period_equalities(tree, resolved):
-        period.replace(sqlite_function_for(period, target))
+    for function in [*day_differences(tree, resolved), *period_equalities(tree, resolved)]:
+        function.replace(sqlite_function_for(function, target))
     # --- end issue 27 ---
     semantic = Semantic(by_physical, scopes, target)
     semantic.rewrite(parsed.semantic)

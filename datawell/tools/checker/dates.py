@@ -79,6 +79,11 @@ def holds(kind: str, hint: ColumnHint | None, name: str, description: str = "") 
     return "other"
 
 
+def column_holds(info: TableInfo, name: str) -> str:
+    """What column `name` of `info` holds (`holds`, from its type, hints and description)."""
+    return holds(info.columns.get(name, ""), info.hints.get(name), name, info.column_descriptions.get(name, ""))
+
+
 def _example(held: str, name: str, hint: ColumnHint | None) -> str:
     if held == "years":
         year = hint.high if hint and hint.high is not None else 2024
@@ -122,8 +127,7 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
         if id(column) not in resolved:
             continue
         info, name = resolved[id(column)]
-        hint = info.hints.get(name)
-        held = holds(info.columns.get(name, ""), hint, name, info.column_descriptions.get(name, ""))
+        held = column_holds(info, name)
         if held in ("timestamp", "iso text", "other"):
             continue
         function = node.name.lower() if isinstance(node, exp.Anonymous) else node.key.upper()
@@ -132,7 +136,7 @@ def date_misuse(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -
             SubError(
                 "not_a_date",
                 f"{info.name}.{name} holds {held} ({info.columns.get(name)}), not dates: {function}() "
-                f"cannot take it; {_advice(held)}, for example {_example(held, name, hint)}",
+                f"cannot take it; {_advice(held)}, for example {_example(held, name, info.hints.get(name))}",
             ),
         )
     return list(problems.values())
@@ -158,9 +162,7 @@ def _instant(node: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> b
     if isinstance(node, exp.Paren):
         return _instant(node.this, resolved)
     if id(node) in resolved:
-        info, name = resolved[id(node)]
-        held = holds(info.columns.get(name, ""), info.hints.get(name), name, info.column_descriptions.get(name, ""))
-        return held in ("timestamp", "iso text")
+        return column_holds(*resolved[id(node)]) in ("timestamp", "iso text")
     if isinstance(node, exp.Cast):
         return node.to.this in INSTANT_CASTS
     if isinstance(node, exp.Anonymous):
@@ -172,13 +174,13 @@ def _literal_date(node: exp.Expr) -> bool:
     return isinstance(node, exp.Literal) and node.is_string and bool(ISO_DATE.match(node.this))
 
 
-def day_differences(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[exp.Sub]:
+def day_differences(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]]) -> list[exp.Anonymous]:
     """Each `a - b` of two points in time (two date columns, or one and `current_date` or an
     ISO date literal), rewritten in place to `julianday(a) - julianday(b)`: the QL's
     difference of two dates is a number of days on every store. Left alone, SQLite subtracts
     the texts' leading years (`'2024-03-10' - '2024-03-01'` is 0) and PostgreSQL returns an
-    interval. Returns the rewritten differences, whose julianday() the store's adaptation
-    translates (`dialects.sqlite_function_for`)."""
+    interval. Returns the julianday() calls put in, for the store's adaptation
+    (`dialects.sqlite_function_for`)."""
     found = []
     for node in list(tree.find_all(exp.Sub)):
         left, right = node.this, node.expression
@@ -189,7 +191,7 @@ def day_differences(tree: exp.Expr, resolved: Mapping[int, tuple[TableInfo, str]
         days = [exp.Anonymous(this="JULIANDAY", expressions=[side]) for side in (left, right)]
         node.set("this", days[0])
         node.set("expression", days[1])
-        found.append(node)
+        found += days
     return found
 
 
