@@ -103,7 +103,7 @@ class DrawnIds(RandomIdGenerator):
         if drawn:
             return drawn
         dropped = DROPPED.get()
-        return int(dropped[3:35], 16) if dropped else super().generate_trace_id()
+        return int(dropped_ids(dropped)[0], 16) if dropped else super().generate_trace_id()
 
 
 DROP = SamplingResult(Decision.DROP)
