@@ -122,11 +122,19 @@ def _server_error(chunk: dict[str, Any]) -> str | None:
 class EmbeddedRuntime:
     """The in-process model server, created on first use and kept for the process."""
 
-    def __init__(self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> None:
+    def __init__(
+        self,
+        models_dir: Path,
+        threads: int = 0,
+        parallel: int = PARALLEL_SEQUENCES,
+        batch: int = 0,
+        unified_kv: bool = True,
+    ) -> None:
         self.models_dir = models_dir
         self.threads = threads
         self.parallel = parallel
         self.batch = batch  # prompt tokens per batch; 0: llama.cpp's default
+        self.unified_kv = unified_kv
         self._server: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
@@ -155,7 +163,7 @@ class EmbeddedRuntime:
                 params.n_parallel = self.parallel
                 if self.batch:
                     params.n_batch = self.batch
-                params.kv_unified = True
+                params.kv_unified = self.unified_kv
                 params.warmup = False
                 params.verbosity = -1
                 # Host-RAM copies of evaluated prompts: a namespace's prefix (rules + catalog,
