@@ -169,3 +169,35 @@ def test_no_bridge_when_the_linking_table_is_not_one_clear_choice() -> None:
     two_links = Catalog(NAMESPACE, [*ACADEMIC.tables, table("reviews", "aid", "pid", "score")])
     query = "SELECT a.name, p.title FROM author AS a JOIN publication AS p ON a.aid = p.aid"
     assert mend(query, two_links).changes == []
+
+
+FLIGHTS_AND_AIRLINES = Catalog(
+    NAMESPACE,
+    [
+        table("flight", "flight_id", "airline_code", "from_airport"),
+        table("airline", "airline_code", "airline_name"),
+        table("airport", "airport_code", "airport_name"),
+    ],
+)
+
+
+def test_a_one_table_query_reading_another_tables_column_joins_that_table() -> None:
+    query = (
+        "SELECT airline_name, COUNT(*) AS n FROM flight WHERE from_airport = 'BOS' "
+        "GROUP BY airline_name, airline_code ORDER BY n DESC"
+    )
+
+    found = mend(query, FLIGHTS_AND_AIRLINES)
+
+    assert found.query == (
+        "SELECT airline.airline_name, COUNT(*) AS n FROM flight "
+        "JOIN airline ON flight.airline_code = airline.airline_code WHERE flight.from_airport = 'BOS' "
+        "GROUP BY airline.airline_name, flight.airline_code ORDER BY n DESC"
+    )
+    assert found.changes == ["flight has no airline_name: joined airline on airline_code"]
+
+
+def test_no_join_without_exactly_one_shared_column() -> None:
+    """`airport` has airport_name but shares no column with flight: joining it would need a
+    condition the query does not say."""
+    assert mend("SELECT airport_name FROM flight", FLIGHTS_AND_AIRLINES).changes == []

@@ -104,3 +104,23 @@ async def test_a_join_that_skipped_the_linking_table_runs_through_it(
     assert isinstance(events[1], RowsReady)
     assert [(row["name"], row["papers"]) for row in events[1].rows] == [("Ada", 2), ("Bo", 1)]
     assert len(chat_model.calls) == 1
+
+
+async def test_a_one_table_query_reading_another_tables_column_runs_joined(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [
+        QueryDraft(query="SELECT customer, SUM(amount) AS refunded FROM refunds GROUP BY customer ORDER BY customer")
+    ]
+
+    events = await ask(services, refunds, "How much was refunded to each customer?")
+
+    assert isinstance(events[0], QueryGenerated)
+    assert events[0].query == (
+        "SELECT orders.customer, SUM(refunds.amount) AS refunded FROM refunds "
+        "JOIN orders ON refunds.order_id = orders.order_id GROUP BY orders.customer ORDER BY orders.customer"
+    )
+    assert events[0].reasoning.endswith("mended: refunds has no customer: joined orders on order_id")
+    assert isinstance(events[1], RowsReady)
+    assert [(row["customer"], row["refunded"]) for row in events[1].rows] == [("Ada", 6.0), ("Bob", 2.5)]
+    assert len(chat_model.calls) == 1
