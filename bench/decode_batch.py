@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from datawell.config import Settings
-from datawell.llm.embedded_runtime import EmbeddedRuntime
+from datawell.llm.embedded_runtime import EmbeddedRuntime, RuntimeOptions
 
 TOPICS = ["rivers of Europe", "prime numbers", "the history of tea", "how bridges carry loads"]
 
@@ -58,7 +58,9 @@ def level(runtime: EmbeddedRuntime, width: int, tokens: int, context: int = 0) -
     # A level whose prompts were not found in the prompt cache measures prefill, not decode.
     uncached = sum(c.prompt_tokens - c.cached_tokens for c in new)
     if uncached > 16 * width:
-        print(f"  ({width} sequences: {uncached} prompt tokens read again, {sum(c.prefill_seconds for c in new):.1f} s)")
+        print(
+            f"  ({width} sequences: {uncached} prompt tokens read again, {sum(c.prefill_seconds for c in new):.1f} s)"
+        )
     return seconds, written
 
 
@@ -69,11 +71,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per level; the median is printed")
     parser.add_argument("--context", type=int, default=0, help="tokens of prompt before each request (about)")
     parser.add_argument("--split-kv", action="store_true", help="a KV cache of its own per sequence (not unified)")
+    parser.add_argument("--kv-context", type=int, default=4096, help="context tokens per sequence")
     args = parser.parse_args()
     settings = Settings()
-    runtime = EmbeddedRuntime(
-        Path(settings.data_dir) / "models", threads=args.threads, parallel=4, unified_kv=not args.split_kv
-    )
+    options = RuntimeOptions(threads=args.threads, parallel=4, unified_kv=not args.split_kv, context=args.kv_context)
+    runtime = EmbeddedRuntime(Path(settings.data_dir) / "models", options)
     runtime.load()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print(f"context {args.context} tokens, KV cache {'split' if args.split_kv else 'unified'}")
