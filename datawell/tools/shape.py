@@ -197,6 +197,19 @@ def _select_ranking_measure(tree: exp.Query) -> str:
     return "selected the ranking's measure " + ", ".join(a.sql(dialect=DIALECTS[QL_DIALECT]) for a in added)
 
 
+def _joined_on(tree: exp.Select, columns: list[tuple[str, str]]) -> bool:
+    """Whether the join conditions equate every one of these (alias, column)s with another, so
+    that each holds the same value on a row (`ON o.customer = p.customer`)."""
+    equal: set[frozenset[tuple[str, str]]] = set()
+    for join in tree.args.get("joins") or []:
+        for eq in join.find_all(exp.EQ):
+            if isinstance(eq.left, exp.Column) and isinstance(eq.right, exp.Column):
+                sides = [(c.table.lower(), c.name.lower()) for c in (eq.left, eq.right)]
+                equal.add(frozenset(sides))
+    named = [(a.lower(), c.lower()) for a, c in columns]
+    return all(any(frozenset((one, other)) in equal for other in named if other != one) for one in named)
+
+
 def _measure_name(measure: exp.AggFunc) -> str:
     """`count` for COUNT(*), `count_patient_id` for COUNT(t.patient_id), `sum` for SUM(a * b)."""
     argument = measure.this
@@ -206,20 +219,29 @@ def _measure_name(measure: exp.AggFunc) -> str:
     return f"{function}_{argument.name}" if isinstance(argument, exp.Column) and argument.name else function
 
 
-# "per country", "for each country", "in every region": the word the groups are asked by.
-_PER = re.compile(r"\b(?:per|(?:for|in)\s+(?:each|every))\s+([a-z][a-z_]*)", re.IGNORECASE)
+# "per country", "for each country", "in every region", "within each domain ID": what the
+# groups are asked by. A name may end in an id/code/name word ("course ID" is `course_id`).
+_PER = re.compile(
+    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every))\s+"
+    r"(?P<name>[a-z][a-z_]*(?:\s+(?:id|code|name|number|type)s?\b)?)",
+    re.IGNORECASE,
+)
 
 
 # "Average rainfall per day" asks for one average of daily values as often as for one row
-# per day: a time unit is left to the writer.
+# per day: a time unit after "per" is left to the writer. "In each year" asks for a row a year.
 _TIME_UNITS = frozenset(["second", "minute", "hour", "day", "week", "month", "quarter", "year"])
 
 
 def asked_per(question: str) -> str:
-    """The word a question asks an aggregate per ("country"), else "" (also for time units)."""
+    """The column name a question asks an aggregate per ("country", "course_id" for "for each
+    course ID"), else "" (also for a time unit after "per")."""
     found = _PER.search(question)
-    word = found.group(1).lower() if found else ""
-    return "" if singular(word) in _TIME_UNITS else word
+    if not found:
+        return ""
+    name = "_".join(found.group("name").lower().split())
+    per = found.group("by").lower() == "per"
+    return "" if per and singular(name) in _TIME_UNITS else name
 
 
 def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[str]]) -> Shaped:
@@ -242,9 +264,9 @@ def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[st
         for column in columns.get(table.name, ())
         if column.lower() in forms
     ]
-    if len(found) != 1:
+    if not found or (len(found) > 1 and not _joined_on(tree, found)):
         return Shaped(query, [])  # none, or several tables have it: the question does not say which
-    [(alias, column)] = found
+    alias, column = found[0]
     key = exp.column(column, table=alias if len(list(tree.find_all(exp.Table))) > 1 else None)
     tree.set("expressions", [key.copy(), *tree.expressions])
     tree.set("group", exp.Group(expressions=[key]))
