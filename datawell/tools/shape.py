@@ -256,14 +256,13 @@ def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[st
         return Shaped(query, [])
     if any(not e.unalias().find(exp.AggFunc) or e.find(exp.Window) for e in tree.expressions):
         return Shaped(query, [])
-    forms = {word, singular(word)}
-    found = [
-        (table.alias_or_name, column)
-        for table in tree.find_all(exp.Table)
-        if table.find_ancestor(exp.Select) is tree
-        for column in columns.get(table.name, ())
-        if column.lower() in forms
-    ]
+    tables = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree]
+    found: list[tuple[str, str]] = []
+    # The name itself, else its key: "for each fare" of a table with `fare_id` asks a row a fare.
+    for forms in ({word, singular(word)}, {f"{singular(word)}_id", f"{singular(word)}_code"}):
+        found = [(t.alias_or_name, c) for t in tables for c in columns.get(t.name, ()) if c.lower() in forms]
+        if found:
+            break
     if not found or (len(found) > 1 and not _joined_on(tree, found)):
         return Shaped(query, [])  # none, or several tables have it: the question does not say which
     alias, column = found[0]

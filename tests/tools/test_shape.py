@@ -127,6 +127,11 @@ async def test_an_aggregate_asked_per_a_column_is_grouped_by_it(world: World) ->
             "What is the average number of citations in each year?",
             "SELECT year, AVG(citations) AS mean FROM papers GROUP BY year",
         ),
+        (  # "for each fare" of a table keyed by fare_id: a row a fare
+            "SELECT CAST(SUM(one_way) AS REAL) / SUM(round_trip) AS ratio FROM fares",
+            "What is the ratio of one-way to round-trip cost for each fare?",
+            "SELECT fare_id, CAST(SUM(one_way) AS REAL) / SUM(round_trip) AS ratio FROM fares GROUP BY fare_id",
+        ),
         (  # two tables have course_id, and the join makes them one
             "SELECT SUM(c.score) AS total FROM reviews AS r JOIN courses AS c ON r.course_id = c.course_id",
             "What is the total score within each course id?",
@@ -140,6 +145,7 @@ def test_the_column_asked_per_is_found_by_its_words(query: str, question: str, g
         "reviews": ["course_id", "score"],
         "papers": ["pid", "year", "citations"],
         "courses": ["course_id", "score"],
+        "fares": ["fare_id", "one_way", "round_trip"],
     }
     assert group_per_asked(query, question, columns).query == grouped
 
