@@ -219,11 +219,11 @@ def _measure_name(measure: exp.AggFunc) -> str:
     return f"{function}_{argument.name}" if isinstance(argument, exp.Column) and argument.name else function
 
 
-# "per country", "for each country", "in every region", "within each domain ID": what the
-# groups are asked by. A name may end in an id/code/name word ("course ID" is `course_id`).
+# "per country", "for each country", "in every region", "within each domain ID", "across
+# different aircraft manufacturers": the one or two words the groups are asked by.
 _PER = re.compile(
-    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every))\s+"
-    r"(?P<name>[a-z][a-z_]*(?:\s+(?:id|code|name|number|type)s?\b)?)",
+    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every)|across\s+(?:the\s+)?(?:different|various|all)?)\s*"
+    r"\b(?P<first>[a-z][a-z_]*)(?:\s+(?P<second>[a-z][a-z_]*))?",
     re.IGNORECASE,
 )
 
@@ -233,36 +233,32 @@ _PER = re.compile(
 _TIME_UNITS = frozenset(["second", "minute", "hour", "day", "week", "month", "quarter", "year"])
 
 
-def asked_per(question: str) -> str:
-    """The column name a question asks an aggregate per ("country", "course_id" for "for each
-    course ID"), else "" (also for a time unit after "per")."""
+def asked_per(question: str) -> list[str]:
+    """The column names a question may ask an aggregate per, the likeliest first: for "for each
+    course ID" `course_id`, `course`, `id`; none when "per" comes before a time unit."""
     found = _PER.search(question)
     if not found:
-        return ""
-    name = "_".join(found.group("name").lower().split())
-    per = found.group("by").lower() == "per"
-    return "" if per and singular(name) in _TIME_UNITS else name
+        return []
+    first, second = found.group("first").lower(), (found.group("second") or "").lower()
+    if found.group("by").lower() == "per" and singular(first) in _TIME_UNITS:
+        return []
+    return [f"{first}_{second}", first, second] if second else [first]
 
 
 def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[str]]) -> Shaped:
     """`query` grouped by the column the question asks per (see the module); `columns`: each
     table's column names, by the name a query gives the table."""
-    word = asked_per(question)
+    names = asked_per(question)
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
         return Shaped(query, [])
-    if not word or not isinstance(tree, exp.Select) or tree.args.get("group") is not None:
+    if not names or not isinstance(tree, exp.Select) or tree.args.get("group") is not None:
         return Shaped(query, [])
     if any(not e.unalias().find(exp.AggFunc) or e.find(exp.Window) for e in tree.expressions):
         return Shaped(query, [])
     tables = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree]
-    found: list[tuple[str, str]] = []
-    # The name itself, else its key: "for each fare" of a table with `fare_id` asks a row a fare.
-    for forms in ({word, singular(word)}, {f"{singular(word)}_id", f"{singular(word)}_code"}):
-        found = [(t.alias_or_name, c) for t in tables for c in columns.get(t.name, ()) if c.lower() in forms]
-        if found:
-            break
+    found, word = _columns_named(names, tables, columns)
     if not found or (len(found) > 1 and not _joined_on(tree, found)):
         return Shaped(query, [])  # none, or several tables have it: the question does not say which
     alias, column = found[0]
@@ -271,3 +267,18 @@ def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[st
     tree.set("group", exp.Group(expressions=[key]))
     shown = key.sql(dialect=DIALECTS[QL_DIALECT])
     return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {word}"])
+
+
+def _columns_named(
+    names: list[str], tables: list[exp.Table], columns: Mapping[str, Iterable[str]]
+) -> tuple[list[tuple[str, str]], str]:
+    """The (alias, column)s of these tables named as the first of `names` that any is (or its
+    singular), else as the key of the first that has one ("for each fare" of a table with
+    `fare_id` asks a row a fare), with that name."""
+    for keys in (False, True):
+        for word in names:
+            forms = {f"{singular(word)}_id", f"{singular(word)}_code"} if keys else {word, singular(word)}
+            found = [(t.alias_or_name, c) for t in tables for c in columns.get(t.name, ()) if c.lower() in forms]
+            if found:
+                return found, word
+    return [], ""

@@ -132,6 +132,16 @@ async def test_an_aggregate_asked_per_a_column_is_grouped_by_it(world: World) ->
             "What is the ratio of one-way to round-trip cost for each fare?",
             "SELECT fare_id, CAST(SUM(one_way) AS REAL) / SUM(round_trip) AS ratio FROM fares GROUP BY fare_id",
         ),
+        (  # "across different aircraft manufacturers": the second word is the column
+            "SELECT AVG(speed) AS mean FROM aircraft",
+            "How does the average speed vary across different aircraft manufacturers?",
+            "SELECT manufacturer, AVG(speed) AS mean FROM aircraft GROUP BY manufacturer",
+        ),
+        (  # a column named like the word after the name does not take its place
+            "SELECT COUNT(*) AS n FROM aircraft",
+            "How many aircraft for each manufacturer built after 2000?",
+            "SELECT manufacturer, COUNT(*) AS n FROM aircraft GROUP BY manufacturer",
+        ),
         (  # two tables have course_id, and the join makes them one
             "SELECT SUM(c.score) AS total FROM reviews AS r JOIN courses AS c ON r.course_id = c.course_id",
             "What is the total score within each course id?",
@@ -146,6 +156,7 @@ def test_the_column_asked_per_is_found_by_its_words(query: str, question: str, g
         "papers": ["pid", "year", "citations"],
         "courses": ["course_id", "score"],
         "fares": ["fare_id", "one_way", "round_trip"],
+        "aircraft": ["aircraft_code", "manufacturer", "speed", "built"],
     }
     assert group_per_asked(query, question, columns).query == grouped
 
