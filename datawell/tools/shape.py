@@ -266,7 +266,9 @@ def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[st
     tree.set("expressions", [key.copy(), *tree.expressions])
     tree.set("group", exp.Group(expressions=[key]))
     shown = key.sql(dialect=DIALECTS[QL_DIALECT])
-    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {word}"])
+    return Shaped(
+        tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {singular(word)}"]
+    )
 
 
 def _columns_named(
