@@ -25,9 +25,13 @@ And one that needs the catalog's column names (`group_per_asked`):
 
 - **An aggregate asked "per X" without its groups.** "What are the average payment terms of
   our suppliers per country?" written `SELECT AVG(payment_terms_days) FROM suppliers` gives
-  one number for all countries. When the question asks per (or for each, in each) a word
-  that is exactly one column of the query's tables, and the outermost query selects only
-  aggregates and has no GROUP BY, it is grouped by that column, which is selected in front.
+  one number for all countries. When the question asks per (or for each, in each, within
+  each, across different) a name that is one column of the query's tables (of its one or two
+  words, the joined pair, then either word: "course ID" is `course_id`; else the key of the
+  name: "for each fare" is `fare_id`), or of two tables the query joins on it, and the
+  outermost query selects only aggregates and has no GROUP BY, it is grouped by that column,
+  which is selected in front. A time unit after "per" is left alone ("per day" asks for one
+  average of daily values as often as for a row a day).
 
 The rest are pure functions of the query text and the question: no catalog, no data. A
 query that does not parse is returned as it is (the checker says why)."""
