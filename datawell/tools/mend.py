@@ -6,6 +6,9 @@ same query back. Three slips have only one sensible reading, so the service mend
 itself when the checker refuses a query, and runs the mended query if the checker accepts
 it (the reasoning says what changed):
 
+- **A column name one letter or two off.** `student.declared_major` where `student` has
+  `declare_major` and no other column as close (difflib's ratio at least 0.85), and no table
+  of the SELECT has `declared_major`: the column is read by its name.
 - **The table that lacks a column.** `FROM course JOIN student ON course.course_id =
   student.course_id`, where `student` has no `course_id` but exactly one other dataset
   (`student_record`) holds every column the query reads of `student`: that dataset is read
@@ -29,6 +32,7 @@ of the rules change, comes back as it was."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -64,6 +68,7 @@ def mend(query: str, catalog: Catalog) -> Mended:
     defined = _aliases(tree)
     for select in list(tree.find_all(exp.Select)):
         sources = _sources(select, catalog)
+        changes += _near_names(select, sources)
         changes += _swap_tables(select, sources, catalog)
         changes += _bridge_joins(select, sources, catalog, defined)
         changes += _join_missing(select, sources, catalog, defined)
@@ -97,6 +102,25 @@ def _aliases(tree: exp.Expr) -> set[str]:
 def _own_columns(select: exp.Select) -> list[exp.Column]:
     """The columns this SELECT reads itself (not those of its subqueries)."""
     return [c for c in select.find_all(exp.Column) if c.name and c.find_ancestor(exp.Select) is select]
+
+
+def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    """A column no table of the SELECT has, read through a table (its qualifier's, or the only
+    one) with exactly one column named nearly the same: read by that name."""
+    changes: list[str] = []
+    named = {e.alias.lower() for e in select.expressions if e.alias}  # ORDER BY n, of `AS n`
+    for column in _own_columns(select):
+        qualifier = column.table.lower()
+        owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
+        if owner is None or column.name.lower() in named or any(s.has(column.name) for s in sources.values()):
+            continue
+        close = difflib.get_close_matches(column.name.lower(), [c.lower() for c in owner.info.columns], 2, 0.85)
+        if len(close) != 1:
+            continue
+        right = next(c for c in owner.info.columns if c.lower() == close[0])
+        changes.append(f"{owner.info.name} has no {column.name}: read {right}")
+        column.set("this", exp.to_identifier(right))
+    return changes
 
 
 def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:

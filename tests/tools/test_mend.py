@@ -201,3 +201,19 @@ def test_no_join_without_exactly_one_shared_column() -> None:
     """`airport` has airport_name but shares no column with flight: joining it would need a
     condition the query does not say."""
     assert mend("SELECT airport_name FROM flight", FLIGHTS_AND_AIRLINES).changes == []
+
+
+STUDENTS = Catalog(NAMESPACE, [table("student", "student_id", "declare_major", "minor", "total_gpa")])
+
+
+def test_a_column_name_a_letter_off_is_read_by_its_name() -> None:
+    found = mend("SELECT s.student_id FROM student AS s WHERE s.declared_major IS NOT NULL", STUDENTS)
+
+    assert found.query == "SELECT s.student_id FROM student AS s WHERE s.declare_major IS NOT NULL"
+    assert found.changes == ["student has no declared_major: read declare_major"]
+
+
+def test_a_name_not_close_to_exactly_one_column_is_left_to_the_model() -> None:
+    """`gpa` is a word of `total_gpa`, not a slip of it; an alias is not a column."""
+    assert mend("SELECT AVG(gpa) FROM student", STUDENTS).changes == []
+    assert mend("SELECT COUNT(*) AS minors FROM student ORDER BY minors", STUDENTS).changes == []
