@@ -3,13 +3,14 @@ schema, rename (the dataset or its namespace), delete (`datawell.lifecycle`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from pydantic import Field
 from starlette.requests import Request
 
 from datawell import lifecycle
-from datawell.api.routing import Context, DatasetPath, NamespacePath, PathModel, Router
+from datawell.api.routing import Context, DatasetPath, Endpoint, NamespacePath, PathModel, Router
 from datawell.api.schemas import ApiModel
 from datawell.lifecycle import Stores
 from datawell.storage.access import NamespaceRef, ensure_namespace
@@ -196,14 +197,13 @@ async def update_definition(
     return DatasetResponse.of(dataset.namespace, dataset.record)
 
 
-@router.post(
-    "/data/{username}/{namespace}/{datasetName}/rename",
-    DatasetResponse,
-    body=RenameRequest,
-    text_field="name",
-    errors=(403, 404, 409),
-    params=DatasetPath,
-)
+def renames(path: str, response: type[ApiModel], params: type[PathModel]) -> Callable[[Endpoint], Endpoint]:
+    """A rename's route: the new name as JSON `{"name": ...}` or text/plain (the DataLinks SDK's),
+    access checked by `lifecycle` (403, 404), 409 when the name is taken."""
+    return router.post(path, response, body=RenameRequest, text_field="name", errors=(403, 404, 409), params=params)
+
+
+@renames("/data/{username}/{namespace}/{datasetName}/rename", DatasetResponse, DatasetPath)
 async def rename(request: Request, ctx: Context, user: User, body: RenameRequest, path: DatasetPath) -> DatasetResponse:
     """Rename a dataset
 
@@ -213,14 +213,7 @@ async def rename(request: Request, ctx: Context, user: User, body: RenameRequest
     return DatasetResponse.of(dataset.namespace, dataset.record)
 
 
-@router.post(
-    "/data/{username}/{namespace}/rename",
-    NamespaceResponse,
-    body=RenameRequest,
-    text_field="name",
-    errors=(403, 404, 409),
-    params=NamespacePath,
-)
+@renames("/data/{username}/{namespace}/rename", NamespaceResponse, NamespacePath)
 async def rename_namespace(
     request: Request, ctx: Context, user: User, body: RenameRequest, path: NamespacePath
 ) -> NamespaceResponse:

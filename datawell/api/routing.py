@@ -235,7 +235,8 @@ class Router:
             doc = (endpoint.__doc__ or "").strip()
             if summary is None:
                 first, _, rest = doc.partition("\n")
-                assert first, f"{endpoint.__name__}: the docstring's first line is the summary"
+                if not first:
+                    raise ValueError(f"{endpoint.__name__}: give a summary, or a docstring whose first line is one")
                 named, description = first.strip(), rest.strip()
             else:
                 named, description = summary, doc
