@@ -5,6 +5,7 @@ serves the part URLs itself (`PUT /upload/parts`), authenticated by their signat
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from datawell.api.routing import WRITABLE_DATASET, Context, Router
+from datawell.api.routing import WRITABLE_DATASET, Context, Endpoint, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
@@ -169,14 +170,14 @@ async def abort(request: Request, ctx: Context, user: User, body: AbortRequest, 
     return AbortResponse(upload_id=upload.id, key=upload.key, status=UploadStatus.ABORTED.value)
 
 
-@router.post(
-    MULTIPART_PATH + "/complete",
-    CompleteResponse,
-    body=CompleteRequest,
-    status=202,
-    errors=(409,),
-    resolve=WRITABLE_DATASET,
-)
+def completes(on: Router, path: str, response: type[ApiModel], body: type[ApiModel]) -> Callable[[Endpoint], Endpoint]:
+    """A route completing a multipart upload of the dataset (`complete_upload`, which needs write
+    access): 202 with the queued ingestion, 409 when the upload is not open. Also the DataLinks
+    SDK's `/finish`."""
+    return on.post(path, response, body=body, status=202, errors=(409,), resolve=WRITABLE_DATASET)
+
+
+@completes(router, MULTIPART_PATH + "/complete", CompleteResponse, CompleteRequest)
 async def complete(
     request: Request, ctx: Context, user: User, body: CompleteRequest, dataset: DatasetRef
 ) -> CompleteResponse:

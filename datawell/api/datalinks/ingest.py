@@ -15,9 +15,9 @@ from starlette.requests import Request
 from datawell.api.datalinks.links import rebuild
 from datawell.api.datasets import MAX_DESCRIPTION
 from datawell.api.ingestions import WRITABLE_INGESTION
-from datawell.api.routing import WRITABLE_DATASET, Context, PathModel, Router
+from datawell.api.routing import Context, PathModel, Router
 from datawell.api.schemas import ApiModel, WholeNumber
-from datawell.api.uploads import CompletedPart, complete_upload
+from datawell.api.uploads import MULTIPART_PATH, CompletedPart, complete_upload, completes
 from datawell.errors import IngestionFailed, InvalidInput, NotFound, SubError
 from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.mapping import similarity_mapping
@@ -267,14 +267,7 @@ async def link_after(
     await rebuild(ctx.services, dataset, link, save=True)
 
 
-@router.post(
-    "/upload/multipart/{username}/{namespace}/{datasetName}/finish",
-    Finished,
-    body=FinishRequest,
-    status=202,
-    errors=(409,),
-    resolve=WRITABLE_DATASET,
-)
+@completes(router, MULTIPART_PATH + "/finish", Finished, FinishRequest)
 async def finish(request: Request, ctx: Context, user: User, body: FinishRequest, dataset: DatasetRef) -> Finished:
     """Finish a multipart upload (DataLinks SDK)
 
