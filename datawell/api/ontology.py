@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from datawell.api.routing import (
     Context,
     NamespaceNamed,
+    NamespacePath,
     PathModel,
     Resolver,
     Router,
@@ -156,11 +157,10 @@ async def curate_links(request: Request, ctx: Context, user: User, body: CurateL
     return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-class OwnerNamespacePath(NamespaceNamed):
-    owner: str
+class OwnerNamespacePath(NamespacePath):
+    """`/ontology/{owner}/{namespace}/...`: the owner's namespace."""
 
-    def owner_for(self, user: User) -> str:
-        return self.owner
+    username: str = Field(alias="owner")
 
 
 class LinkPath(PathModel):

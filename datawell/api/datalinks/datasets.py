@@ -15,6 +15,7 @@ from datawell.api.routing import (
     WRITABLE_DATASET,
     Context,
     NamespaceNamed,
+    NamespacePath,
     PathModel,
     Router,
     namespace_for,
@@ -38,13 +39,10 @@ class UserPath(PathModel):
     user: str
 
 
-class UserNamespacePath(NamespaceNamed):
+class UserNamespacePath(NamespacePath):
     """`/schema/{user}/{namespace}/...`: the user owns the namespace."""
 
-    user: str
-
-    def owner_for(self, user: User) -> str:
-        return self.user
+    username: str = Field(alias="user")
 
 
 class DatasetDescription(ApiModel):
