@@ -45,24 +45,20 @@ class AgentListItem(ApiModel):
     agent_card: str = Field(description="Address of the agent's AgentCard")
 
 
-@router.operation("GET", "/a2a", summary="List the A2A agents", response=list[AgentListItem], public=True, slash=True)
+@router.get("/a2a", list[AgentListItem], public=True, slash=True)
 async def list_agents(request: Request, ctx: Context) -> list[AgentListItem]:
-    """The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
+    """List the A2A agents
+
+    The agents served over A2A 1.0. Clients pick one from this list rather than hardcoding names."""
     base = public_base_url(request, ctx.services.settings)
     return [AgentListItem(name=s.name, url=agent_url(s, base), agent_card=card_url(s, base)) for s in AGENTS]
 
 
-@router.operation(
-    "GET",
-    "/a2a/{agent}/.well-known/agent-card.json",
-    summary="An agent's AgentCard",
-    public=True,
-    errors=(404,),
-    slash=True,
-    params=AgentPath,
-)
+@router.get("/a2a/{agent}/.well-known/agent-card.json", public=True, errors=(404,), slash=True, params=AgentPath)
 async def read_card(request: Request, ctx: Context, path: AgentPath) -> Response:
-    """The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
+    """An agent's AgentCard
+
+    The A2A 1.0 AgentCard of one agent (plus `preferredTransport`)."""
     spec = agent_named(path.agent)
     body = card_json(agent_card(spec, public_base_url(request, ctx.services.settings)))
     etag = 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'
@@ -72,10 +68,8 @@ async def read_card(request: Request, ctx: Context, path: AgentPath) -> Response
     return JSONResponse(body, headers=headers)
 
 
-@router.operation(
-    "POST",
+@router.post(
     "/a2a/{agent}",
-    summary="Call an agent (A2A 1.0 JSON-RPC)",
     errors=(404,),
     slash=True,
     streams=RPC_MEDIA_TYPES,
@@ -83,7 +77,9 @@ async def read_card(request: Request, ctx: Context, path: AgentPath) -> Response
     params=AgentPath,
 )
 async def call_agent(request: Request, ctx: Context, user: User, path: AgentPath) -> Response:
-    """JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask, GetExtendedAgentCard, …
+    """Call an agent (A2A 1.0 JSON-RPC)
+
+    JSON-RPC 2.0: SendMessage, SendStreamingMessage, GetTask, CancelTask, GetExtendedAgentCard, …
     The namespace goes in `params.message.metadata.namespace`. See docs/a2a.md."""
     spec = agent_named(path.agent)
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()

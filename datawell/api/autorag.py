@@ -106,18 +106,18 @@ class AutoRagResponse(ApiModel):
     conversation_id: str
 
 
-@router.operation(
-    "POST",
+@router.post(
     "/query/autorag",
-    summary="Answer a question from the data the caller can read",
+    AutoRagResponse,
     body=AutoRagRequest,
-    response=AutoRagResponse,
-    errors=(403, 404, 415, 422, 502, 503),
+    errors=(403, 404, 502, 503),
     streams={EVENT_STREAM: SSE_EVENTS},
     headers=(("Accept", f"`application/json` (default) or `{EVENT_STREAM}` for a stream of run events"),),
 )
 async def autorag(request: Request, ctx: Context, user: User, body: AutoRagRequest) -> Response:
-    """Plans the steps to answer the question, runs a query per step, and answers from the rows.
+    """Answer a question from the data the caller can read
+
+    Plans the steps to answer the question, runs a query per step, and answers from the rows.
     Returns `{response, steps, conversationId}`, or a stream of run events with `Accept: text/event-stream`."""
     runs = ctx.runs
     # Checks that fail raise here, before anything streams: the client gets an ErrorResponse.

@@ -100,58 +100,49 @@ def parse_if_match(request: Request) -> int | None:
     return int(value.strip().removeprefix("W/").strip('"'))
 
 
-@router.operation(
-    "POST",
-    "/build-specs",
-    summary="Create a BuildSpec",
-    body=BuildSpecRequest,
-    response=BuildSpecResponse,
-    status=201,
-    errors=(403, 415, 422),
-)
+@router.post("/build-specs", BuildSpecResponse, body=BuildSpecRequest, status=201, errors=(403,))
 async def create(request: Request, ctx: Context, user: User, body: BuildSpecRequest) -> BuildSpecResponse:
-    """Creates a BuildSpec at version 1, owned by the caller."""
+    """Create a BuildSpec
+
+    Creates a BuildSpec at version 1, owned by the caller."""
     async with ctx.services.db.session() as session:
         await check_coordinates(session, user, body)
         spec = await create_build_spec(session, user, *body.stored())
         return BuildSpecResponse.of(spec, user)
 
 
-@router.operation("GET", "/build-specs", summary="List the caller's BuildSpecs", response=BuildSpecList)
+@router.get("/build-specs", BuildSpecList)
 async def list_all(request: Request, ctx: Context, user: User) -> BuildSpecList:
-    """Lists the caller's BuildSpecs, oldest first."""
+    """List the caller's BuildSpecs
+
+    Lists the caller's BuildSpecs, oldest first."""
     async with ctx.services.db.session() as session:
         return BuildSpecList(data=[BuildSpecResponse.of(s, user) for s in await list_build_specs(session, user)])
 
 
-@router.operation(
-    "GET",
-    "/build-specs/{buildSpecId}",
-    summary="Read a BuildSpec",
-    response=BuildSpecResponse,
-    errors=(404, 422),
-    params=BuildSpecPath,
-)
+@router.get("/build-specs/{buildSpecId}", BuildSpecResponse, errors=(404,), params=BuildSpecPath)
 async def read(request: Request, ctx: Context, user: User, path: BuildSpecPath) -> BuildSpecResponse:
-    """Reads one of the caller's BuildSpecs."""
+    """Read a BuildSpec
+
+    Reads one of the caller's BuildSpecs."""
     async with ctx.services.db.session() as session:
         return BuildSpecResponse.of(await get_build_spec(session, user, path.build_spec_id), user)
 
 
-@router.operation(
-    "PUT",
+@router.put(
     "/build-specs/{buildSpecId}",
-    summary="Replace a BuildSpec",
+    BuildSpecResponse,
     body=BuildSpecRequest,
-    response=BuildSpecResponse,
-    errors=(403, 404, 409, 415, 422),
+    errors=(403, 404, 409),
     headers=(("If-Match", "Optional: the version the edit is based on; a different current version gives 409."),),
     params=BuildSpecPath,
 )
 async def replace(
     request: Request, ctx: Context, user: User, body: BuildSpecRequest, path: BuildSpecPath
 ) -> BuildSpecResponse:
-    """Replaces the definition as a whole and bumps the version."""
+    """Replace a BuildSpec
+
+    Replaces the definition as a whole and bumps the version."""
     expected = parse_if_match(request)
     async with ctx.services.db.session() as session:
         spec = await get_build_spec(session, user, path.build_spec_id)
@@ -160,15 +151,10 @@ async def replace(
         return BuildSpecResponse.of(spec, user)
 
 
-@router.operation(
-    "DELETE",
-    "/build-specs/{buildSpecId}",
-    summary="Delete a BuildSpec",
-    status=204,
-    errors=(404, 422),
-    params=BuildSpecPath,
-)
+@router.delete("/build-specs/{buildSpecId}", status=204, errors=(404,), params=BuildSpecPath)
 async def delete(request: Request, ctx: Context, user: User, path: BuildSpecPath) -> None:
-    """Deletes one of the caller's BuildSpecs."""
+    """Delete a BuildSpec
+
+    Deletes one of the caller's BuildSpecs."""
     async with ctx.services.db.session() as session:
         await session.delete(await get_build_spec(session, user, path.build_spec_id))

@@ -3,13 +3,14 @@ schema, rename (the dataset or its namespace), delete (`datawell.lifecycle`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from pydantic import Field
 from starlette.requests import Request
 
 from datawell import lifecycle
-from datawell.api.routing import Context, DatasetPath, NamespacePath, PathModel, Router
+from datawell.api.routing import Context, DatasetPath, Endpoint, NamespacePath, PathModel, Router
 from datawell.api.schemas import ApiModel
 from datawell.lifecycle import Stores
 from datawell.storage.access import NamespaceRef, ensure_namespace
@@ -82,20 +83,20 @@ class DatasetList(ApiModel):
     data: list[DatasetResponse]
 
 
-@router.operation(
-    "POST",
+@router.post(
     "/ingest/new/{namespace}/{datasetName}",
-    summary="Create a dataset",
+    DatasetResponse,
     body=DatasetCreateRequest,
-    response=DatasetResponse,
     status=201,
-    errors=(409, 415, 422),
+    errors=(409,),
     params=NewDatasetPath,
 )
 async def create(
     request: Request, ctx: Context, user: User, body: DatasetCreateRequest, path: NewDatasetPath
 ) -> DatasetResponse:
-    """Creates a dataset owned by the caller in the caller's namespace, creating the namespace on first use."""
+    """Create a dataset
+
+    Creates a dataset owned by the caller in the caller's namespace, creating the namespace on first use."""
     async with ctx.services.db.session() as session:
         namespace = await ensure_namespace(session, user, path.namespace)
         dataset = await create_dataset(
@@ -104,31 +105,21 @@ async def create(
         return DatasetResponse.of(namespace, dataset.record)
 
 
-@router.operation(
-    "GET",
-    "/datasets/{username}/{namespace}",
-    summary="List the datasets of a namespace",
-    response=DatasetList,
-    errors=(403, 404),
-    params=NamespacePath,
-)
+@router.get("/datasets/{username}/{namespace}", DatasetList, errors=(403, 404), params=NamespacePath)
 async def list_namespace(request: Request, ctx: Context, user: User, path: NamespacePath) -> DatasetList:
-    """Lists the datasets of a namespace the caller owns or holds a grant on."""
+    """List the datasets of a namespace
+
+    Lists the datasets of a namespace the caller owns or holds a grant on."""
     # The hot read: access and data in one round trip (docs/decisions.md, "API read speed").
     namespace, datasets = await readable_datasets(ctx.services.db.direct, user, path.username, path.namespace)
     return DatasetList(data=[DatasetResponse.of(namespace, d) for d in datasets])
 
 
-@router.operation(
-    "GET",
-    "/datasets/{username}/{namespace}/{datasetName}",
-    summary="Read a dataset",
-    response=DatasetResponse,
-    errors=(403, 404),
-    params=DatasetPath,
-)
+@router.get("/datasets/{username}/{namespace}/{datasetName}", DatasetResponse, errors=(403, 404), params=DatasetPath)
 async def read(request: Request, ctx: Context, user: User, path: DatasetPath) -> DatasetResponse:
-    """Reads one dataset: its description, schema and inferred field types."""
+    """Read a dataset
+
+    Reads one dataset: its description, schema and inferred field types."""
     namespace, dataset = await readable_dataset(
         ctx.services.db.direct, user, path.username, path.namespace, path.dataset_name
     )
@@ -181,20 +172,20 @@ def _coordinate(user: User, path: DatasetPath) -> tuple[str, str, str]:
     return path.owner_for(user), path.namespace, path.dataset_name
 
 
-@router.operation(
-    "PUT",
+@router.put(
     "/data/{username}/{namespace}/{datasetName}/inferDefinition",
-    summary="Update a dataset's description and schema",
+    DatasetResponse,
     body=DefinitionUpdate,
     query=DefinitionQuery,
-    response=DatasetResponse,
-    errors=(403, 404, 409, 415, 422),
+    errors=(403, 404, 409),
     params=DatasetPath,
 )
 async def update_definition(
     request: Request, ctx: Context, user: User, body: DefinitionUpdate, query: DefinitionQuery, path: DatasetPath
 ) -> DatasetResponse:
-    """Changes the description, the schema, or both (needs write access to the namespace)."""
+    """Update a dataset's description and schema
+
+    Changes the description, the schema, or both (needs write access to the namespace)."""
     dataset = await lifecycle.update_definition(
         stores(ctx),
         user,
@@ -206,37 +197,29 @@ async def update_definition(
     return DatasetResponse.of(dataset.namespace, dataset.record)
 
 
-@router.operation(
-    "POST",
-    "/data/{username}/{namespace}/{datasetName}/rename",
-    summary="Rename a dataset",
-    body=RenameRequest,
-    text_field="name",
-    response=DatasetResponse,
-    errors=(403, 404, 409, 415, 422),
-    params=DatasetPath,
-)
+def renames(path: str, response: type[ApiModel], params: type[PathModel]) -> Callable[[Endpoint], Endpoint]:
+    """A rename's route: the new name as JSON `{"name": ...}` or text/plain (the DataLinks SDK's),
+    access checked by `lifecycle` (403, 404), 409 when the name is taken."""
+    return router.post(path, response, body=RenameRequest, text_field="name", errors=(403, 404, 409), params=params)
+
+
+@renames("/data/{username}/{namespace}/{datasetName}/rename", DatasetResponse, DatasetPath)
 async def rename(request: Request, ctx: Context, user: User, body: RenameRequest, path: DatasetPath) -> DatasetResponse:
-    """Renames the dataset (JSON `{"name": ...}`, or the new name as text/plain); its links and
+    """Rename a dataset
+
+    Renames the dataset (JSON `{"name": ...}`, or the new name as text/plain); its links and
     the verified examples naming it follow. 409 when the namespace has a dataset of that name."""
     dataset = await lifecycle.rename_dataset(stores(ctx), user, *_coordinate(user, path), body.name)
     return DatasetResponse.of(dataset.namespace, dataset.record)
 
 
-@router.operation(
-    "POST",
-    "/data/{username}/{namespace}/rename",
-    summary="Rename a namespace",
-    body=RenameRequest,
-    text_field="name",
-    response=NamespaceResponse,
-    errors=(403, 404, 409, 415, 422),
-    params=NamespacePath,
-)
+@renames("/data/{username}/{namespace}/rename", NamespaceResponse, NamespacePath)
 async def rename_namespace(
     request: Request, ctx: Context, user: User, body: RenameRequest, path: NamespacePath
 ) -> NamespaceResponse:
-    """Renames the namespace (JSON `{"name": ...}`, or the new name as text/plain); links and
+    """Rename a namespace
+
+    Renames the namespace (JSON `{"name": ...}`, or the new name as text/plain); links and
     verified examples follow. 409 when the owner has a namespace of that name."""
     renamed = await lifecycle.rename_namespace(stores(ctx), user, path.owner_for(user), path.namespace, body.name)
     return NamespaceResponse(owner=renamed.owner, name=renamed.name)
@@ -255,29 +238,21 @@ async def _delete(ctx: Context, user: User, path: DatasetPath) -> DeletedRespons
     )
 
 
-@router.operation(
-    "DELETE",
-    "/data/{username}/{namespace}/{datasetName}",
-    summary="Delete a dataset",
-    response=DeletedResponse,
-    errors=(403, 404),
-    params=DatasetPath,
-)
+@router.delete("/data/{username}/{namespace}/{datasetName}", DeletedResponse, errors=(403, 404), params=DatasetPath)
 async def delete(request: Request, ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
-    """Irreversibly deletes the dataset with its rows, vectors, links, uploaded files and the
+    """Delete a dataset
+
+    Irreversibly deletes the dataset with its rows, vectors, links, uploaded files and the
     verified examples naming it, ending its queued and running ingestions; the name is free
     at once."""
     return await _delete(ctx, user, path)
 
 
-@router.operation(
-    "DELETE",
-    "/data/{username}/{namespace}/{datasetName}/balefire",
-    summary="Delete a dataset (DataLinks path)",
-    response=DeletedResponse,
-    errors=(403, 404),
-    params=DatasetPath,
+@router.delete(
+    "/data/{username}/{namespace}/{datasetName}/balefire", DeletedResponse, errors=(403, 404), params=DatasetPath
 )
 async def balefire(request: Request, ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
-    """The DataLinks SDK's path of `DELETE /data/{username}/{namespace}/{datasetName}`."""
+    """Delete a dataset (DataLinks path)
+
+    The DataLinks SDK's path of `DELETE /data/{username}/{namespace}/{datasetName}`."""
     return await _delete(ctx, user, path)

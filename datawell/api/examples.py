@@ -118,20 +118,15 @@ class ExamplePath(NamespacePath):
     example_id: Annotated[str, uuid_in_path("example")]
 
 
-@router.operation(
-    "POST",
-    NAMESPACE_PATH,
-    summary="Add a verified example",
-    body=ExampleCreateRequest,
-    response=ExampleResponse,
-    status=201,
-    errors=(403, 404, 409, 415, 422),
-    resolve=WRITABLE_NAMESPACE,
+@router.post(
+    NAMESPACE_PATH, ExampleResponse, body=ExampleCreateRequest, status=201, errors=(409,), resolve=WRITABLE_NAMESPACE
 )
 async def add(
     request: Request, ctx: Context, user: User, body: ExampleCreateRequest, namespace: NamespaceRef
 ) -> ExampleResponse:
-    """Stores a question and the query that answers it. The query is checked as the caller
+    """Add a verified example
+
+    Stores a question and the query that answers it. The query is checked as the caller
     first: one the caller could not run is refused (422 QUERY_ERROR). One example per question
     (compared ignoring case, spacing and trailing punctuation): 409 when there is one."""
     services = ctx.services
@@ -141,32 +136,22 @@ async def add(
         return ExampleResponse.of(example, namespace, user.username)
 
 
-@router.operation(
-    "GET",
-    NAMESPACE_PATH,
-    summary="List verified examples",
-    response=ExampleList,
-    errors=(403, 404),
-    resolve=READABLE_NAMESPACE,
-)
+@router.get(NAMESPACE_PATH, ExampleList, resolve=READABLE_NAMESPACE)
 async def list_all(request: Request, ctx: Context, user: User, namespace: NamespaceRef) -> ExampleList:
-    """Lists the namespace's verified examples, newest first."""
+    """List verified examples
+
+    Lists the namespace's verified examples, newest first."""
     async with ctx.services.db.read() as session:
         examples = await list_examples(session, namespace)
         names = await usernames(session, {e.created_by for e in examples})
     return ExampleList(data=[ExampleResponse.of(e, namespace, names.get(e.created_by, "")) for e in examples])
 
 
-@router.operation(
-    "POST",
-    "/examples/marks",
-    summary="Mark a conversation step's answer good or bad",
-    body=MarkRequest,
-    response=MarkResponse,
-    errors=(403, 404, 409, 415, 422),
-)
+@router.post("/examples/marks", MarkResponse, body=MarkRequest, errors=(403, 404, 409))
 async def mark(request: Request, ctx: Context, user: User, body: MarkRequest) -> MarkResponse:
-    """Marks the query of one step of the caller's conversation (`POST /query/autorag`), in the
+    """Mark a conversation step's answer good or bad
+
+    Marks the query of one step of the caller's conversation (`POST /query/autorag`), in the
     conversation's namespace, which the caller must be able to write. `good` checks the query as
     the caller and stores the step's question and query as a verified example (marking the same
     pair again answers the stored one; another query for the question is 409). `bad` removes the
@@ -203,17 +188,11 @@ async def mark(request: Request, ctx: Context, user: User, body: MarkRequest) ->
     return MarkResponse(verdict="good", question=question, query=query, example=stored, removed=0)
 
 
-@router.operation(
-    "DELETE",
-    NAMESPACE_PATH + "/{exampleId}",
-    summary="Delete a verified example",
-    status=204,
-    errors=(403, 404, 422),
-    params=ExamplePath,
-    resolve=WRITABLE_NAMESPACE,
-)
+@router.delete(NAMESPACE_PATH + "/{exampleId}", status=204, params=ExamplePath, resolve=WRITABLE_NAMESPACE)
 async def delete(request: Request, ctx: Context, user: User, path: ExamplePath, namespace: NamespaceRef) -> None:
-    """Deletes one verified example of the namespace."""
+    """Delete a verified example
+
+    Deletes one verified example of the namespace."""
     async with ctx.services.db.session() as session:
         await session.delete(await get_example(session, namespace, path.example_id))
 

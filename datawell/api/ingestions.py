@@ -144,7 +144,7 @@ def ingestion_for(wanted: Permission) -> Resolver[IngestionPath, Ingestion]:
             await require_seen(session, user, namespace, wanted, missing)
         return ingestion
 
-    return Resolver("ingestion", IngestionPath, resolve)
+    return Resolver("ingestion", IngestionPath, resolve, (404,) if wanted is Permission.READ else (403, 404))
 
 
 READABLE_INGESTION = ingestion_for(Permission.READ)
@@ -167,19 +167,18 @@ def page(items: list[Ingestion], size: int) -> tuple[list[Ingestion], datetime |
     return shown, shown[-1].created_at - CURSOR_STEP
 
 
-@router.operation(
-    "GET",
+@router.get(
     "/data/{username}/{namespace}/{datasetName}/ingest/attempts",
-    summary="List a dataset's ingestion attempts",
+    AttemptList,
     query=AttemptsQuery,
-    response=AttemptList,
-    errors=(403, 404, 422),
     resolve=READABLE_DATASET,
 )
 async def list_attempts(
     request: Request, ctx: Context, user: User, query: AttemptsQuery, dataset: DatasetRef
 ) -> AttemptList:
-    """Lists the dataset's ingestion attempts, newest first. `metadata.beforeCreatedAt` is the
+    """List a dataset's ingestion attempts
+
+    Lists the dataset's ingestion attempts, newest first. `metadata.beforeCreatedAt` is the
     cursor for the next page (null on the last page)."""
     async with ctx.services.db.read() as session:
         items = await ingestions.list_attempts(session, dataset.record.id, query.before_created_at, query.page_size + 1)
@@ -190,30 +189,21 @@ async def list_attempts(
     )
 
 
-@router.operation(
-    "GET",
-    "/ingestionTracking/{ingestionId}",
-    summary="Read one ingestion attempt",
-    response=IngestionDetail,
-    errors=(404, 422),
-    resolve=READABLE_INGESTION,
-)
+@router.get("/ingestionTracking/{ingestionId}", IngestionDetail, resolve=READABLE_INGESTION)
 async def read_attempt(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> IngestionDetail:
-    """Reads one attempt, with the mapping from the file's columns to the dataset's fields."""
+    """Read one ingestion attempt
+
+    Reads one attempt, with the mapping from the file's columns to the dataset's fields."""
     return IngestionDetail(**IngestionAttempt.of(ingestion).model_dump(), mapping=ingestion.mapping)
 
 
-@router.operation(
-    "POST",
-    "/ingestionTracking/{ingestionId}/retry",
-    summary="Retry an ingestion",
-    response=RetryResponse,
-    status=201,
-    errors=(403, 404, 409, 422),
-    resolve=WRITABLE_INGESTION,
+@router.post(
+    "/ingestionTracking/{ingestionId}/retry", RetryResponse, status=201, errors=(409,), resolve=WRITABLE_INGESTION
 )
 async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> RetryResponse:
-    """Creates a new ingestion of the same uploaded file (201, the new attempt's id) and queues
+    """Retry an ingestion
+
+    Creates a new ingestion of the same uploaded file (201, the new attempt's id) and queues
     it for the background worker. Only a FAILED or CANCELLED ingestion can be retried (409 otherwise), and not
     while another ingestion of the same file is queued, running or succeeded."""
 
@@ -225,16 +215,11 @@ async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion
     return RetryResponse(id=uuid.UUID(attempt.id))
 
 
-@router.operation(
-    "POST",
-    "/ingestionTracking/{ingestionId}/cancel",
-    summary="Cancel an ingestion",
-    response=IngestionAttempt,
-    errors=(403, 404, 409, 422),
-    resolve=WRITABLE_INGESTION,
-)
+@router.post("/ingestionTracking/{ingestionId}/cancel", IngestionAttempt, errors=(409,), resolve=WRITABLE_INGESTION)
 async def cancel(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> IngestionAttempt:
-    """Cancels a QUEUED or RUNNING ingestion (409 otherwise) and answers with it, now
+    """Cancel an ingestion
+
+    Cancels a QUEUED or RUNNING ingestion (409 otherwise) and answers with it, now
     CANCELLED. A running one stops within a third of the worker lease and leaves no rows;
     it can be retried later."""
     async with ctx.services.db.session() as session:
@@ -244,16 +229,11 @@ async def cancel(request: Request, ctx: Context, user: User, ingestion: Ingestio
         return IngestionAttempt.of(ingestion)
 
 
-@router.operation(
-    "POST",
-    "/data/{username}/{namespace}/{datasetName}/clear",
-    summary="Clear a dataset",
-    response=ClearResponse,
-    errors=(403, 404),
-    resolve=WRITABLE_DATASET,
-)
+@router.post("/data/{username}/{namespace}/{datasetName}/clear", ClearResponse, resolve=WRITABLE_DATASET)
 async def clear(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> ClearResponse:
-    """Irreversibly removes every row, vector and link of the dataset, and stops its queued
+    """Clear a dataset
+
+    Irreversibly removes every row, vector and link of the dataset, and stops its queued
     and running ingestions. The dataset itself, its schema and column types remain."""
     services = ctx.services
     record = dataset.record

@@ -238,10 +238,8 @@ class Delegate(Response):
         await self.app(scope, receive, send_or_hold)
 
 
-@router.operation(
-    "POST",
+@router.post(
     "/mcp",
-    summary="MCP over streamable HTTP",
     streams=MCP_MEDIA_TYPES,
     slash=True,
     errors=(403, 415, 422),
@@ -259,7 +257,9 @@ class Delegate(Response):
     ),
 )
 async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
-    """The Model Context Protocol endpoint (JSON-RPC 2.0): `initialize`, `tools/list`, `tools/call`,
+    """MCP over streamable HTTP
+
+    The Model Context Protocol endpoint (JSON-RPC 2.0): `initialize`, `tools/list`, `tools/call`,
     `resources/list`, `resources/read`, … Stateless: no `Mcp-Session-Id`. See docs/mcp.md.
     Errors of the transport are ErrorResponses that are JSON-RPC errors too."""
     if not origin_allowed(request, ctx.services.settings):

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from datawell.api.routing import (
     Context,
     NamespaceNamed,
+    NamespacePath,
     PathModel,
     Resolver,
     Router,
@@ -123,16 +124,11 @@ def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
     )
 
 
-@router.operation(
-    "POST",
-    "/ontology/curate-links",
-    summary="Curate links between datasets",
-    body=CurateLinksRequest,
-    response=CurateLinksResponse,
-    errors=(403, 404, 415, 422, 502, 503),
-)
+@router.post("/ontology/curate-links", CurateLinksResponse, body=CurateLinksRequest, errors=(403, 404, 502, 503))
 async def curate_links(request: Request, ctx: Context, user: User, body: CurateLinksRequest) -> JSONResponse:
-    """Links curated successfully. Candidates are computed from the data (shared values,
+    """Curate links between datasets
+
+    Links curated successfully. Candidates are computed from the data (shared values,
     near-identical spellings, nearby coordinates, similar names); the curator model selects the
     meaningful ones. With `activate` true they join the ontology and the response carries only
     the counts; otherwise they are returned in `curatedLinks` and kept as suggestions."""
@@ -161,11 +157,10 @@ async def curate_links(request: Request, ctx: Context, user: User, body: CurateL
     return JSONResponse(response.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-class OwnerNamespacePath(NamespaceNamed):
-    owner: str
+class OwnerNamespacePath(NamespacePath):
+    """`/ontology/{owner}/{namespace}/...`: the owner's namespace."""
 
-    def owner_for(self, user: User) -> str:
-        return self.owner
+    username: str = Field(alias="owner")
 
 
 class LinkPath(PathModel):
@@ -182,7 +177,7 @@ async def _writable_link(ctx: Context, user: User, path: LinkPath) -> Link:
     return link
 
 
-WRITABLE_LINK = Resolver("link", LinkPath, _writable_link)
+WRITABLE_LINK = Resolver("link", LinkPath, _writable_link, (403, 404))
 
 
 async def _list(ctx: Context, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
@@ -193,45 +188,34 @@ async def _list(ctx: Context, query: LinkQuery, namespace: NamespaceRef) -> Link
     return LinkList(data=[link_response(link, names) for link in links])
 
 
-@router.operation(
-    "GET",
-    "/ontology/{namespace}/links",
-    summary="List the links of one of the caller's namespaces",
-    query=LinkQuery,
-    response=LinkList,
-    errors=(404, 422),
-    resolve=namespace_for(Permission.READ, NamespaceNamed),
+@router.get(
+    "/ontology/{namespace}/links", LinkList, query=LinkQuery, resolve=namespace_for(Permission.READ, NamespaceNamed)
 )
 async def list_own(request: Request, ctx: Context, user: User, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
-    """Lists the links of the caller's namespace, optionally by status and by dataset."""
+    """List the links of one of the caller's namespaces
+
+    Lists the links of the caller's namespace, optionally by status and by dataset."""
     return await _list(ctx, query, namespace)
 
 
-@router.operation(
-    "GET",
+@router.get(
     "/ontology/{owner}/{namespace}/links",
-    summary="List the links of a namespace",
+    LinkList,
     query=LinkQuery,
-    response=LinkList,
-    errors=(403, 404, 422),
     resolve=namespace_for(Permission.READ, OwnerNamespacePath),
 )
 async def list_any(request: Request, ctx: Context, user: User, query: LinkQuery, namespace: NamespaceRef) -> LinkList:
-    """Lists the links of a namespace the caller owns or holds a grant on."""
+    """List the links of a namespace
+
+    Lists the links of a namespace the caller owns or holds a grant on."""
     return await _list(ctx, query, namespace)
 
 
-@router.operation(
-    "PATCH",
-    "/ontology/links/{linkId}",
-    summary="Activate or suspend a link",
-    body=LinkUpdate,
-    response=LinkResponse,
-    errors=(403, 404, 415, 422),
-    resolve=WRITABLE_LINK,
-)
+@router.patch("/ontology/links/{linkId}", LinkResponse, body=LinkUpdate, resolve=WRITABLE_LINK)
 async def update(request: Request, ctx: Context, user: User, body: LinkUpdate, link: Link) -> LinkResponse:
-    """Sets a link's status: `Active` adds a suggestion to the ontology, `Suggested` takes a link
+    """Activate or suspend a link
+
+    Sets a link's status: `Active` adds a suggestion to the ontology, `Suggested` takes a link
     out of it without forgetting it."""
     async with ctx.services.db.session() as session:
         session.add(link)
@@ -239,16 +223,11 @@ async def update(request: Request, ctx: Context, user: User, body: LinkUpdate, l
         return link_response(link, await curators(session, [link]))
 
 
-@router.operation(
-    "DELETE",
-    "/ontology/links/{linkId}",
-    summary="Delete a link",
-    status=204,
-    errors=(403, 404, 422),
-    resolve=WRITABLE_LINK,
-)
+@router.delete("/ontology/links/{linkId}", status=204, resolve=WRITABLE_LINK)
 async def delete(request: Request, ctx: Context, user: User, link: Link) -> None:
-    """Deletes one link from the ontology (active or suggested)."""
+    """Delete a link
+
+    Deletes one link from the ontology (active or suggested)."""
     async with ctx.services.db.session() as session:
         session.add(link)
         await delete_link(session, link)

@@ -6,7 +6,12 @@ A route also declares what its path names: `params`, a path model, and `resolve`
 `Resolver` that turns the path into the dataset or namespace the handler may touch, checked
 for the permission it needs (404 when it does not exist, 403 without access). Handlers get
 what they declared as keyword arguments and never read `request.path_params` or
-`request.state` (docs/architecture.md, "Adding a route")."""
+`request.state` (docs/architecture.md, "Adding a route").
+
+A declaration is as short as Starlette's or FastAPI's: `@router.get(path, Response, ...)`; the
+summary is the handler docstring's first line, and the errors its inputs can answer (401, 415
+and 422 for a body, 422 for a query or an id in the path, the resolver's 403 and 404) are
+added to those it lists, which are only the ones its own logic answers (409, 502, ...)."""
 
 from __future__ import annotations
 
@@ -65,6 +70,10 @@ class PathModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
+class IdInPath(AfterValidator):
+    """The validator `uuid_in_path` puts on a path parameter; a path model with one answers 422."""
+
+
 def uuid_in_path(what: str) -> AfterValidator:
     """Validates a path parameter holding an id as a canonical UUID (422 `invalid <what> id`
     otherwise): `ingestion_id: Annotated[str, uuid_in_path("ingestion")]`."""
@@ -75,7 +84,13 @@ def uuid_in_path(what: str) -> AfterValidator:
         except ValueError:
             raise PydanticCustomError("uuid_parsing", "{raw} is not a UUID", {"raw": repr(raw), "what": what}) from None
 
-    return AfterValidator(canonical)
+    return IdInPath(canonical)
+
+
+def path_errors(model: type[PathModel]) -> set[int]:
+    """What parsing the path can answer: 422 when it holds an id."""
+    validated = any(isinstance(m, IdInPath) for f in model.model_fields.values() for m in f.metadata)
+    return {422} if validated else set()
 
 
 class NamespaceNamed(PathModel):
@@ -103,21 +118,25 @@ class DatasetPath(NamespacePath):
 @dataclass(frozen=True)
 class Resolver(Generic[P, T]):
     """Turns a route's path into what its handler works on, checked for the caller: the
-    handler receives it as the keyword `name`."""
+    handler receives it as the keyword `name`. `errors`: what it answers when it cannot (404,
+    403), documented on every route that declares it."""
 
     name: str
     path: type[P]
     resolve: Callable[[Context, User, P], Awaitable[T]]
+    errors: tuple[int, ...]
 
 
 def namespace_for(wanted: Permission, path: type[N]) -> Resolver[N, NamespaceRef]:
-    """The namespace the path names: 404 if it does not exist, 403 without `wanted`."""
+    """The namespace the path names: 404 if it does not exist, 403 without `wanted` (never
+    for a path naming one of the caller's own namespaces)."""
 
     async def resolve(ctx: Context, user: User, named: N) -> NamespaceRef:
         async with ctx.services.db.read() as session:
             return await authorize(session, user, named.owner_for(user), named.namespace, wanted)
 
-    return Resolver("namespace", path, resolve)
+    own = path.owner_for is NamespaceNamed.owner_for
+    return Resolver("namespace", path, resolve, (404,) if own else (403, 404))
 
 
 def dataset_for(wanted: Permission) -> Resolver[DatasetPath, DatasetRef]:
@@ -129,7 +148,7 @@ def dataset_for(wanted: Permission) -> Resolver[DatasetPath, DatasetRef]:
             namespace = await authorize(session, user, path.owner_for(user), path.namespace, wanted)
             return await get_dataset(session, namespace, path.dataset_name)
 
-    return Resolver("dataset", DatasetPath, resolve)
+    return Resolver("dataset", DatasetPath, resolve, (403, 404))
 
 
 READABLE_NAMESPACE = namespace_for(Permission.READ, NamespacePath)
@@ -201,23 +220,35 @@ class Router:
         self.tag = tag
         self.operations: list[Operation] = []
 
-    def operation(self, method: str, path: str, *, summary: str, **options: Any) -> Callable[[Endpoint], Endpoint]:
+    def operation(
+        self, method: str, path: str, *, summary: str | None = None, **options: Any
+    ) -> Callable[[Endpoint], Endpoint]:
+        """Registers the endpoint. Without `summary`, the docstring's first line is the summary
+        and the rest its description; `errors` lists what the handler itself answers, the rest
+        is added from what the route takes (`implied_errors`)."""
+
         def register(endpoint: Endpoint) -> Endpoint:
             params, resolve = options.get("params"), options.get("resolve")
             # The path is parsed once, with `params` when both are declared; the resolver reads its part.
             assert params is None or resolve is None or issubclass(params, resolve.path), endpoint
-            errors = tuple(options.pop("errors", ()))
-            if not options.get("public"):
-                errors = tuple(sorted({401, *errors}))
+            errors = {*options.pop("errors", ()), *implied_errors(**options)}
+            doc = (endpoint.__doc__ or "").strip()
+            if summary is None:
+                first, _, rest = doc.partition("\n")
+                if not first:
+                    raise ValueError(f"{endpoint.__name__}: give a summary, or a docstring whose first line is one")
+                named, description = first.strip(), rest.strip()
+            else:
+                named, description = summary, doc
             self.operations.append(
                 Operation(
                     method,
                     path,
                     endpoint,
-                    summary,
+                    named,
                     self.tag,
-                    errors=errors,
-                    description=(endpoint.__doc__ or "").strip(),
+                    errors=tuple(sorted(errors)),
+                    description=description,
                     **options,
                 )
             )
@@ -225,8 +256,48 @@ class Router:
 
         return register
 
+    def get(self, path: str, response: Any = None, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.operation("GET", path, response=response, **options)
+
+    def post(self, path: str, response: Any = None, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.operation("POST", path, response=response, **options)
+
+    def put(self, path: str, response: Any = None, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.operation("PUT", path, response=response, **options)
+
+    def patch(self, path: str, response: Any = None, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.operation("PATCH", path, response=response, **options)
+
+    def delete(self, path: str, response: Any = None, **options: Any) -> Callable[[Endpoint], Endpoint]:
+        return self.operation("DELETE", path, response=response, **options)
+
     def routes(self, prefix: str) -> list[Route]:
         return routes(self.operations, prefix)
+
+
+def implied_errors(
+    *,
+    public: bool = False,
+    body: type[BaseModel] | None = None,
+    query: type[BaseModel] | None = None,
+    params: type[PathModel] | None = None,
+    resolve: Resolver[Any, Any] | None = None,
+    **_: Any,
+) -> set[int]:
+    """The errors a route answers for what it takes, before its handler runs: 401 without a
+    valid token, 415 and 422 for a body, 422 for a query or an id in the path, and what its
+    resolver answers."""
+    errors = set() if public else {401}
+    if body is not None:
+        errors |= {415, 422}
+    if query is not None:
+        errors.add(422)
+    for model in (params, resolve.path if resolve is not None else None):
+        if model is not None:
+            errors |= path_errors(model)
+    if resolve is not None:
+        errors.update(resolve.errors)
+    return errors
 
 
 def routes(operations: Iterable[Operation], prefix: str) -> list[Route]:

@@ -82,13 +82,11 @@ def chosen_columns(query: RowsQuery, schema: dict[str, str]) -> list[str]:
     return names
 
 
-@router.operation(
-    "GET",
+@router.get(
     "/data/{username}/{namespace}/{datasetName}/rows",
-    summary="Read a dataset's rows",
+    RowsPageResponse,
     query=RowsQuery,
-    response=RowsPageResponse,
-    errors=(403, 404, 422),
+    errors=(403, 404),
     params=DatasetPath,
     streams={
         MEDIA_TYPES["jsonl"]: "every matching row, one JSON object a line (format=jsonl)",
@@ -99,7 +97,9 @@ def chosen_columns(query: RowsQuery, schema: dict[str, str]) -> list[str]:
 async def rows(
     request: Request, ctx: Context, user: User, query: RowsQuery, path: DatasetPath
 ) -> RowsPageResponse | Response:
-    """A page of the dataset's rows in `__id` order, or with `format` (or an Accept header of
+    """Read a dataset's rows
+
+    A page of the dataset's rows in `__id` order, or with `format` (or an Accept header of
     one of the file types) every matching row as a file, streamed. Pages are stable under
     appends: rows published while paging never shift the pages that follow."""
     services = ctx.services

@@ -76,22 +76,24 @@ async def visible_run(ctx: Context, user: User, path: RunPath) -> RunRecord:
     return record if view.full else record.without_prompts()
 
 
-VISIBLE_RUN = Resolver("run", RunPath, visible_run)
+VISIBLE_RUN = Resolver("run", RunPath, visible_run, (404,))
 
 
-@router.operation(
-    "GET", "/runs/{runId}", summary="Read a recorded run", response=RunRecord, errors=(404, 422), resolve=VISIBLE_RUN
-)
+@router.get("/runs/{runId}", RunRecord, resolve=VISIBLE_RUN)
 async def read_run(request: Request, ctx: Context, user: User, run: RunRecord) -> RunRecord:
-    """A run's record: its stages, model calls (tokens, seconds; the prompts and replies for
+    """Read a recorded run
+
+    A run's record: its stages, model calls (tokens, seconds; the prompts and replies for
     the user who asked), queries (text, row count, error), answer and outcome. Times are
     seconds from the run's start."""
     return run
 
 
-@router.operation("GET", "/runs", summary="List recorded runs", query=RunsQuery, response=RunList, errors=(422,))
+@router.get("/runs", RunList, query=RunsQuery)
 async def list_runs(request: Request, ctx: Context, user: User, query: RunsQuery) -> RunList:
-    """The runs the caller asked, and the runs in namespaces the caller owns; newest or
+    """List recorded runs
+
+    The runs the caller asked, and the runs in namespaces the caller owns; newest or
     slowest first."""
     async with ctx.services.db.session() as session:
         rows = await run_records.listing(

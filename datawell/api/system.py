@@ -20,15 +20,19 @@ class Health(BaseModel):
     database: str
 
 
-@router.operation("GET", "/health", summary="Liveness and database reachability", response=Health, public=True)
+@router.get("/health", Health, public=True)
 async def health(request: Request, ctx: Context) -> Health:
-    """Reports whether the service and its metadata database answer."""
+    """Liveness and database reachability
+
+    Reports whether the service and its metadata database answer."""
     async with ctx.services.db.session() as session:
         await session.execute(text("SELECT 1"))
     return Health(status="ok", version=__version__, database=ctx.services.db.dialect)
 
 
-@router.operation("GET", "/api/v1/openapi.json", summary="This OpenAPI document", public=True)
+@router.get("/api/v1/openapi.json", public=True)
 async def openapi(request: Request, ctx: Context) -> JSONResponse:
-    """The OpenAPI 3.1 document of every REST route."""
+    """This OpenAPI document
+
+    The OpenAPI 3.1 document of every REST route."""
     return JSONResponse({**ctx.openapi, "servers": [{"url": public_base_url(request, ctx.services.settings)}]})

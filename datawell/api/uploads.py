@@ -5,6 +5,7 @@ serves the part URLs itself (`PUT /upload/parts`), authenticated by their signat
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from datawell.api.routing import WRITABLE_DATASET, Context, Router
+from datawell.api.routing import WRITABLE_DATASET, Context, Endpoint, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
 from datawell.errors import InvalidInput, NotFound, SubError
@@ -120,19 +121,13 @@ class PartReceipt(ApiModel):
     etag: str
 
 
-@router.operation(
-    "POST",
-    MULTIPART_PATH + "/prepare",
-    summary="Prepare a multipart upload",
-    body=PrepareRequest,
-    response=PrepareResponse,
-    errors=(403, 404, 415, 422),
-    resolve=WRITABLE_DATASET,
-)
+@router.post(MULTIPART_PATH + "/prepare", PrepareResponse, body=PrepareRequest, resolve=WRITABLE_DATASET)
 async def prepare(
     request: Request, ctx: Context, user: User, body: PrepareRequest, dataset: DatasetRef
 ) -> PrepareResponse:
-    """Opens a multipart upload into the dataset and returns one presigned URL per 8 MiB part.
+    """Prepare a multipart upload
+
+    Opens a multipart upload into the dataset and returns one presigned URL per 8 MiB part.
     PUT each part's bytes to its URL, then call complete (or abort). Needs write access to the
     namespace; a file larger than 10000 parts is refused with 422."""
     services = ctx.services
@@ -161,17 +156,11 @@ async def prepare(
     )
 
 
-@router.operation(
-    "POST",
-    MULTIPART_PATH + "/abort",
-    summary="Abort a multipart upload",
-    body=AbortRequest,
-    response=AbortResponse,
-    errors=(403, 404, 409, 415, 422),
-    resolve=WRITABLE_DATASET,
-)
+@router.post(MULTIPART_PATH + "/abort", AbortResponse, body=AbortRequest, errors=(409,), resolve=WRITABLE_DATASET)
 async def abort(request: Request, ctx: Context, user: User, body: AbortRequest, dataset: DatasetRef) -> AbortResponse:
-    """Aborts an open upload and deletes every part stored so far. 409 if the upload is
+    """Abort a multipart upload
+
+    Aborts an open upload and deletes every part stored so far. 409 if the upload is
     already completed or aborted."""
     services = ctx.services
     async with services.db.session() as session:
@@ -181,20 +170,20 @@ async def abort(request: Request, ctx: Context, user: User, body: AbortRequest, 
     return AbortResponse(upload_id=upload.id, key=upload.key, status=UploadStatus.ABORTED.value)
 
 
-@router.operation(
-    "POST",
-    MULTIPART_PATH + "/complete",
-    summary="Complete a multipart upload and start its ingestion",
-    body=CompleteRequest,
-    response=CompleteResponse,
-    status=202,
-    errors=(403, 404, 409, 415, 422),
-    resolve=WRITABLE_DATASET,
-)
+def completes(on: Router, path: str, response: type[ApiModel], body: type[ApiModel]) -> Callable[[Endpoint], Endpoint]:
+    """A route completing a multipart upload of the dataset (`complete_upload`, which needs write
+    access): 202 with the queued ingestion, 409 when the upload is not open. Also the DataLinks
+    SDK's `/finish`."""
+    return on.post(path, response, body=body, status=202, errors=(409,), resolve=WRITABLE_DATASET)
+
+
+@completes(router, MULTIPART_PATH + "/complete", CompleteResponse, CompleteRequest)
 async def complete(
     request: Request, ctx: Context, user: User, body: CompleteRequest, dataset: DatasetRef
 ) -> CompleteResponse:
-    """Checks that every part is stored with its exact size (and, when `parts` is given, its
+    """Complete a multipart upload and start its ingestion
+
+    Checks that every part is stored with its exact size (and, when `parts` is given, its
     ETag), assembles the object and queues an ingestion attempt for it. Answers 202 with the
     ingestion's id; follow it in the dataset's ingestion attempts. 422 names missing or
     wrong parts (the upload stays open, so they can be sent again); 409 if the upload is not
@@ -305,17 +294,11 @@ def number_ranges(numbers: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-@router.operation(
-    "PUT",
-    PART_PATH,
-    summary="Upload one part (local object store)",
-    query=PartQuery,
-    response=PartReceipt,
-    public=True,
-    errors=(403, 404, 409, 422),
-)
+@router.put(PART_PATH, PartReceipt, query=PartQuery, public=True, errors=(403, 404, 409))
 async def put_part(request: Request, ctx: Context, query: PartQuery) -> Response:
-    """The presigned part URLs of the local object store point here. The request body is the
+    """Upload one part (local object store)
+
+    The presigned part URLs of the local object store point here. The request body is the
     part's raw bytes, exactly the `size` prepare announced; no bearer token is needed, the
     URL's signature authenticates it. Answers with the part's ETag (header and body). A
     forged or expired URL is 403, a body of another size 422; neither stores anything."""

@@ -43,35 +43,29 @@ def run_status(run: AgentRun) -> RunStatus:
     )
 
 
-@router.operation(
-    "GET", "/query/runs/{runId}", summary="An agent run's status", response=RunStatus, errors=(404,), params=RunPath
-)
+@router.get("/query/runs/{runId}", RunStatus, errors=(404,), params=RunPath)
 async def run_status_of(request: Request, ctx: Context, user: User, path: RunPath) -> RunStatus:
-    """One of the caller's assistant runs (`runId` comes on `/query/ask`'s `run-started`)."""
+    """An agent run's status
+
+    One of the caller's assistant runs (`runId` comes on `/query/ask`'s `run-started`)."""
     async with ctx.services.db.read() as session:
         return run_status(await agent_runs.own(session, user, path.run_id))
 
 
-@router.operation(
-    "DELETE", "/query/runs/{runId}", summary="Delete an agent run", status=204, errors=(404,), params=RunPath
-)
+@router.delete("/query/runs/{runId}", status=204, errors=(404,), params=RunPath)
 async def delete_run(request: Request, ctx: Context, user: User, path: RunPath) -> None:
-    """Deletes the run's record (its conversation keeps the turn)."""
+    """Delete an agent run
+
+    Deletes the run's record (its conversation keeps the turn)."""
     async with ctx.services.db.session() as session:
         await session.delete(await agent_runs.own(session, user, path.run_id))
 
 
-@router.operation(
-    "POST",
-    "/query/runs/{runId}/feedback",
-    summary="Rate an agent run's answer",
-    body=Feedback,
-    status=204,
-    errors=(404, 415, 422),
-    params=RunPath,
-)
+@router.post("/query/runs/{runId}/feedback", body=Feedback, status=204, errors=(404,), params=RunPath)
 async def feedback(request: Request, ctx: Context, user: User, body: Feedback, path: RunPath) -> None:
-    """Thumbs up or down, with a comment, on a completed run; again replaces the rating."""
+    """Rate an agent run's answer
+
+    Thumbs up or down, with a comment, on a completed run; again replaces the rating."""
     async with ctx.services.db.session() as session:
         run = await agent_runs.own(session, user, path.run_id)
         if run.status != agent_runs.COMPLETED:
@@ -82,18 +76,11 @@ async def feedback(request: Request, ctx: Context, user: User, body: Feedback, p
         run.thumbs_up, run.comment = body.thumbs_up, body.comment
 
 
-@router.operation(
-    "POST",
-    "/query/runs/{runId}/resume",
-    summary="Resume an agent run",
-    response=RunStatus,
-    status=410,
-    also=(409, 422),
-    errors=(404,),
-    params=RunPath,
-)
+@router.post("/query/runs/{runId}/resume", RunStatus, status=410, also=(409, 422), errors=(404,), params=RunPath)
 async def resume(request: Request, ctx: Context, user: User, path: RunPath) -> Response:
-    """Runs keep no mid-run checkpoint, so none is resumed: a completed run answers 410 with
+    """Resume an agent run
+
+    Runs keep no mid-run checkpoint, so none is resumed: a completed run answers 410 with
     its question and result, a failed one 422 with its error, a running one 409 (poll its
     status), as the SDK expects of runs that cannot be streamed."""
     async with ctx.services.db.read() as session:

@@ -59,16 +59,11 @@ def millis(conversation: Conversation, which: str) -> int:
     return int(getattr(conversation, which).timestamp() * 1000)
 
 
-@router.operation(
-    "GET",
-    "/query/conversations",
-    summary="The caller's conversations",
-    query=ConversationsQuery,
-    response=ConversationList,
-    errors=(403, 404, 422),
-)
+@router.get("/query/conversations", ConversationList, query=ConversationsQuery, errors=(403, 404))
 async def conversations(request: Request, ctx: Context, user: User, query: ConversationsQuery) -> ConversationList:
-    """The caller's conversations in a namespace (all of them without one), latest first."""
+    """The caller's conversations
+
+    The caller's conversations in a namespace (all of them without one), latest first."""
     async with ctx.services.db.session() as session:
         statement = select(Conversation).where(Conversation.user_id == user.id)
         if query.namespace:
@@ -85,16 +80,11 @@ async def conversations(request: Request, ctx: Context, user: User, query: Conve
     )
 
 
-@router.operation(
-    "GET",
-    "/query/conversations/{conversationId}",
-    summary="A conversation and its turns",
-    response=ConversationDetail,
-    errors=(404,),
-    params=ConversationPath,
-)
+@router.get("/query/conversations/{conversationId}", ConversationDetail, errors=(404,), params=ConversationPath)
 async def conversation(request: Request, ctx: Context, user: User, path: ConversationPath) -> ConversationDetail:
-    """The caller's conversation with its finished turns, oldest first."""
+    """A conversation and its turns
+
+    The caller's conversation with its finished turns, oldest first."""
     services: Services = ctx.services
     conversation_id = path.conversation_id
     async with services.db.session() as session:

@@ -15,6 +15,7 @@ from datawell.api.routing import (
     WRITABLE_DATASET,
     Context,
     NamespaceNamed,
+    NamespacePath,
     PathModel,
     Router,
     namespace_for,
@@ -38,13 +39,10 @@ class UserPath(PathModel):
     user: str
 
 
-class UserNamespacePath(NamespaceNamed):
+class UserNamespacePath(NamespacePath):
     """`/schema/{user}/{namespace}/...`: the user owns the namespace."""
 
-    user: str
-
-    def owner_for(self, user: User) -> str:
-        return self.user
+    username: str = Field(alias="user")
 
 
 class DatasetDescription(ApiModel):
@@ -88,62 +86,53 @@ async def readable_listing(session: AsyncSession, user: User, namespace: str | N
     return listed
 
 
-@router.operation("GET", "/data", summary="List the datasets the caller may read", response=list[DatasetDescription])
+@router.get("/data", list[DatasetDescription])
 async def list_all(request: Request, ctx: Context, user: User) -> list[DatasetDescription]:
-    """Every dataset of every namespace the caller owns or holds a grant on."""
+    """List the datasets the caller may read
+
+    Every dataset of every namespace the caller owns or holds a grant on."""
     async with ctx.services.db.session() as session:
         return await readable_listing(session, user)
 
 
-@router.operation(
-    "GET",
-    "/data/{namespace}",
-    summary="List the datasets of namespaces of a name",
-    response=list[DatasetDescription],
-    errors=(422,),
-    params=NamespaceNamed,
-)
+@router.get("/data/{namespace}", list[DatasetDescription], errors=(422,), params=NamespaceNamed)
 async def list_named(request: Request, ctx: Context, user: User, path: NamespaceNamed) -> list[DatasetDescription]:
-    """The datasets of the caller's namespaces, and namespaces shared with the caller, of this name."""
+    """List the datasets of namespaces of a name
+
+    The datasets of the caller's namespaces, and namespaces shared with the caller, of this name."""
     check_name("namespace", path.namespace)
     async with ctx.services.db.session() as session:
         return await readable_listing(session, user, path.namespace)
 
 
-@router.operation(
-    "GET", "/schema/datasets/all", summary="List the datasets the caller may read", response=list[DatasetDescription]
-)
+@router.get("/schema/datasets/all", list[DatasetDescription])
 async def schema_all(request: Request, ctx: Context, user: User) -> list[DatasetDescription]:
-    """As `GET /data`."""
+    """List the datasets the caller may read
+
+    As `GET /data`."""
     return await list_all(request, ctx, user)
 
 
-@router.operation(
-    "GET",
+@router.get(
     "/schema/{user}/{namespace}/datasets",
-    summary="List the datasets of a namespace",
-    response=list[DatasetDescription],
-    errors=(403, 404),
+    list[DatasetDescription],
     resolve=namespace_for(Permission.READ, UserNamespacePath),
 )
 async def schema_namespace(
     request: Request, ctx: Context, user: User, namespace: NamespaceRef
 ) -> list[DatasetDescription]:
-    """The datasets of namespace `user/namespace` (`self`: the caller's)."""
+    """List the datasets of a namespace
+
+    The datasets of namespace `user/namespace` (`self`: the caller's)."""
     async with ctx.services.db.session() as session:
         return [describe(namespace, d.record) for d in await list_datasets(session, namespace)]
 
 
-@router.operation(
-    "GET",
-    "/schema/{user}/namespaces",
-    summary="List a user's namespaces",
-    response=list[NamespaceItem],
-    errors=(404,),
-    params=UserPath,
-)
+@router.get("/schema/{user}/namespaces", list[NamespaceItem], errors=(404,), params=UserPath)
 async def namespaces(request: Request, ctx: Context, user: User, path: UserPath) -> list[NamespaceItem]:
-    """The namespaces of a user (`self`: the caller) that the caller may read."""
+    """List a user's namespaces
+
+    The namespaces of a user (`self`: the caller) that the caller may read."""
     owner = path.user
     async with ctx.services.db.session() as session:
         if await find_user(session, owner) is None:
@@ -155,11 +144,11 @@ async def namespaces(request: Request, ctx: Context, user: User, path: UserPath)
         ]
 
 
-@router.operation(
-    "GET", DATASET_PATH, summary="Read a dataset", response=DatasetInfo, errors=(403, 404), resolve=READABLE_DATASET
-)
+@router.get(DATASET_PATH, DatasetInfo, resolve=READABLE_DATASET)
 async def dataset_info(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> DatasetInfo:
-    """The dataset, its columns (in their sort order) and how many rows it holds."""
+    """Read a dataset
+
+    The dataset, its columns (in their sort order) and how many rows it holds."""
     services: Services = ctx.services
     record = dataset.record
     return DatasetInfo(
@@ -173,17 +162,13 @@ async def dataset_info(request: Request, ctx: Context, user: User, dataset: Data
     )
 
 
-@router.operation(
-    "PUT",
-    "/schema/{username}/{namespace}/{datasetName}/sort-order",
-    summary="Set the order of a dataset's columns",
-    body=SortOrder,
-    status=204,
-    errors=(403, 404, 415, 422),
-    resolve=WRITABLE_DATASET,
+@router.put(
+    "/schema/{username}/{namespace}/{datasetName}/sort-order", body=SortOrder, status=204, resolve=WRITABLE_DATASET
 )
 async def sort_order(request: Request, ctx: Context, user: User, body: SortOrder, dataset: DatasetRef) -> None:
-    """Reorders the dataset's fields (the schema keeps its order: listings, catalog and
+    """Set the order of a dataset's columns
+
+    Reorders the dataset's fields (the schema keeps its order: listings, catalog and
     `columnNames` follow it). `order` names every field once."""
     async with ctx.services.db.session() as session:
         session.add(dataset.record)

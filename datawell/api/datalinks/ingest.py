@@ -15,9 +15,9 @@ from starlette.requests import Request
 from datawell.api.datalinks.links import rebuild
 from datawell.api.datasets import MAX_DESCRIPTION
 from datawell.api.ingestions import WRITABLE_INGESTION
-from datawell.api.routing import WRITABLE_DATASET, Context, PathModel, Router
+from datawell.api.routing import Context, PathModel, Router
 from datawell.api.schemas import ApiModel, WholeNumber
-from datawell.api.uploads import CompletedPart, complete_upload
+from datawell.api.uploads import MULTIPART_PATH, CompletedPart, complete_upload, completes
 from datawell.errors import IngestionFailed, InvalidInput, NotFound, SubError
 from datawell.ingest.fieldtypes import TypeInference
 from datawell.ingest.mapping import similarity_mapping
@@ -212,19 +212,15 @@ async def stored(services: Services, ingestion_id: str) -> int:
         await asyncio.sleep(WAIT_SECONDS)
 
 
-@router.operation(
-    "POST",
-    "/ingest/{namespace}/{datasetName}",
-    summary="Ingest JSON rows",
-    body=IngestRowsRequest,
-    response=Indexed,
-    errors=(403, 404, 415, 422, 500),
-    params=OwnDatasetPath,
+@router.post(
+    "/ingest/{namespace}/{datasetName}", Indexed, body=IngestRowsRequest, errors=(403, 404, 500), params=OwnDatasetPath
 )
 async def ingest_rows(
     request: Request, ctx: Context, user: User, body: IngestRowsRequest, path: OwnDatasetPath
 ) -> Indexed:
-    """Stores the rows through the same pipeline as an uploaded file (one ingestion attempt,
+    """Ingest JSON rows
+
+    Stores the rows through the same pipeline as an uploaded file (one ingestion attempt,
     listed with the dataset's attempts) and answers once they are stored. The dataset is the
     caller's; it is created on first use (its fields: `schemaDefinition`, a `normalise`
     step's `targetCols`, or the rows' keys). `infer.steps`: `rows` takes the rows from a field
@@ -271,18 +267,11 @@ async def link_after(
     await rebuild(ctx.services, dataset, link, save=True)
 
 
-@router.operation(
-    "POST",
-    "/upload/multipart/{username}/{namespace}/{datasetName}/finish",
-    summary="Finish a multipart upload (DataLinks SDK)",
-    body=FinishRequest,
-    response=Finished,
-    status=202,
-    errors=(403, 404, 409, 415, 422),
-    resolve=WRITABLE_DATASET,
-)
+@completes(router, MULTIPART_PATH + "/finish", Finished, FinishRequest)
 async def finish(request: Request, ctx: Context, user: User, body: FinishRequest, dataset: DatasetRef) -> Finished:
-    """`complete` with the SDK's fields: `name` names the ingestion; `dataDescription` and
+    """Finish a multipart upload (DataLinks SDK)
+
+    `complete` with the SDK's fields: `name` names the ingestion; `dataDescription` and
     `schemaDefinition` describe a dataset that has no fields yet (a dataset without fields
     needs `schemaDefinition` here); `infer`, `link` and `inferBatchSize` are accepted, and the
     pipeline's own structuring applies (docs/datalinks.md)."""
@@ -304,31 +293,21 @@ async def finish(request: Request, ctx: Context, user: User, body: FinishRequest
     return Finished(id=ingestion.id, upload_id=body.upload_id, key=body.key, status=ingestion.status)
 
 
-@router.operation(
-    "POST",
-    "/ingestionTracking/{ingestionId}/seen",
-    summary="Mark an ingestion as seen",
-    status=204,
-    errors=(403, 404, 422),
-    resolve=WRITABLE_INGESTION,
-)
+@router.post("/ingestionTracking/{ingestionId}/seen", status=204, resolve=WRITABLE_INGESTION)
 async def seen(request: Request, ctx: Context, user: User, ingestion: Ingestion) -> None:
-    """Sets the attempt's `attributes.seenAt` to now."""
+    """Mark an ingestion as seen
+
+    Sets the attempt's `attributes.seenAt` to now."""
     async with ctx.services.db.session() as session:
         session.add(ingestion)
         ingestion.seen_at = utcnow()
 
 
-@router.operation(
-    "POST",
-    "/infer/preview",
-    summary="Preview rows as an ingestion would take them",
-    body=PreviewRequest,
-    response=list[dict[str, Any]],
-    errors=(415, 422),
-)
+@router.post("/infer/preview", list[dict[str, Any]], body=PreviewRequest)
 async def preview(request: Request, ctx: Context, user: User, body: PreviewRequest) -> list[dict[str, Any]]:
-    """The rows after the `infer` steps that need no model (`rows`, `normalise` by name),
+    """Preview rows as an ingestion would take them
+
+    The rows after the `infer` steps that need no model (`rows`, `normalise` by name),
     nothing stored; a `table` step is refused here (it extracts with the model at ingestion)."""
     rows, texts, targets = rows_of(body)
     if texts:
@@ -342,16 +321,11 @@ async def preview(request: Request, ctx: Context, user: User, body: PreviewReque
     return [{target: row.get(column) for target, column in mapping.items() if column is not None} for row in rows]
 
 
-@router.operation(
-    "POST",
-    "/infer/schema",
-    summary="Infer the field types of sample rows",
-    body=InferRequest,
-    response=InferredSchema,
-    errors=(415, 422),
-)
+@router.post("/infer/schema", InferredSchema, body=InferRequest)
 async def infer_schema(request: Request, ctx: Context, user: User, body: InferRequest) -> InferredSchema:
-    """Each field's type as ingestion would infer it from these rows (integer, real, text,
+    """Infer the field types of sample rows
+
+    Each field's type as ingestion would infer it from these rows (integer, real, text,
     boolean, timestamp)."""
     fields = fields_of(body.sample)
     inference = TypeInference(fields)
@@ -362,16 +336,11 @@ async def infer_schema(request: Request, ctx: Context, user: User, body: InferRe
     return InferredSchema(schema_=inference.result())
 
 
-@router.operation(
-    "POST",
-    "/infer/description",
-    summary="Infer a description and schema of sample rows",
-    body=InferRequest,
-    response=InferredDescription,
-    errors=(415, 422),
-)
+@router.post("/infer/description", InferredDescription, body=InferRequest)
 async def infer_description(request: Request, ctx: Context, user: User, body: InferRequest) -> InferredDescription:
-    """A description and a field schema for the sample: the current value's, completed with
+    """Infer a description and schema of sample rows
+
+    A description and a field schema for the sample: the current value's, completed with
     each field's inferred type."""
     current = body.current_value or {}
     schema = dict(current.get("schema") or {})

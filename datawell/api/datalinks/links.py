@@ -109,35 +109,25 @@ async def rebuild(services: Services, dataset: DatasetRef, link: dict[str, Any] 
     return [api_link(c) for c in found]
 
 
-@router.operation(
-    "POST",
-    "/links/preview/{username}/{namespace}/{datasetName}",
-    summary="Preview a dataset's link candidates",
-    body=LinkData,
-    response=list[ApiLink],
-    errors=(403, 404, 415, 422),
-    resolve=READABLE_DATASET,
+@router.post(
+    "/links/preview/{username}/{namespace}/{datasetName}", list[ApiLink], body=LinkData, resolve=READABLE_DATASET
 )
 async def preview_links(
     request: Request, ctx: Context, user: User, body: LinkData, dataset: DatasetRef
 ) -> list[ApiLink]:
-    """The candidates the stored data gives (of the kinds `link` names), nothing saved."""
+    """Preview a dataset's link candidates
+
+    The candidates the stored data gives (of the kinds `link` names), nothing saved."""
     return await rebuild(ctx.services, dataset, body.link, save=False)
 
 
-@router.operation(
-    "POST",
-    "/links/{username}/{namespace}/{datasetName}",
-    summary="Recompute a dataset's link candidates",
-    body=LinkData,
-    response=list[ApiLink],
-    errors=(403, 404, 415, 422),
-    resolve=WRITABLE_DATASET,
-)
+@router.post("/links/{username}/{namespace}/{datasetName}", list[ApiLink], body=LinkData, resolve=WRITABLE_DATASET)
 async def rebuild_links(
     request: Request, ctx: Context, user: User, body: LinkData, dataset: DatasetRef
 ) -> list[ApiLink]:
-    """As preview, and the candidates are saved as suggested links (active links stay)."""
+    """Recompute a dataset's link candidates
+
+    As preview, and the candidates are saved as suggested links (active links stay)."""
     return await rebuild(ctx.services, dataset, body.link, save=True)
 
 
@@ -147,29 +137,19 @@ async def dataset_links(ctx: Context, dataset: DatasetRef, status: str | None) -
     return [api_link(link) for link in links]
 
 
-@router.operation(
-    "GET",
-    "/links/{username}/{namespace}/{datasetName}",
-    summary="A dataset's links",
-    response=list[ApiLink],
-    errors=(403, 404),
-    resolve=READABLE_DATASET,
-)
+@router.get("/links/{username}/{namespace}/{datasetName}", list[ApiLink], resolve=READABLE_DATASET)
 async def load_links(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[ApiLink]:
-    """The dataset's active and suggested links."""
+    """A dataset's links
+
+    The dataset's active and suggested links."""
     return await dataset_links(ctx, dataset, None)
 
 
-@router.operation(
-    "GET",
-    "/ontology/{username}/{namespace}/{datasetName}",
-    summary="A dataset's ontology (active links)",
-    response=list[ApiLink],
-    errors=(403, 404),
-    resolve=READABLE_DATASET,
-)
+@router.get("/ontology/{username}/{namespace}/{datasetName}", list[ApiLink], resolve=READABLE_DATASET)
 async def ontology(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[ApiLink]:
-    """The dataset's active links: the joins the planners use."""
+    """A dataset's ontology (active links)
+
+    The dataset's active links: the joins the planners use."""
     return await dataset_links(ctx, dataset, ACTIVE)
 
 
@@ -212,17 +192,13 @@ async def activate(
     return await save_links(session, namespace.id, new, status=ACTIVE, curated_by=user.id, model="")
 
 
-@router.operation(
-    "POST",
-    "/ontology/{username}/{namespace}/{datasetName}",
-    summary="Change a dataset's ontology",
-    body=OntologyChange,
-    status=204,
-    errors=(403, 404, 415, 422),
-    resolve=WRITABLE_DATASET,
+@router.post(
+    "/ontology/{username}/{namespace}/{datasetName}", body=OntologyChange, status=204, resolve=WRITABLE_DATASET
 )
 async def save_ontology(request: Request, ctx: Context, user: User, body: OntologyChange, dataset: DatasetRef) -> None:
-    """`add` activates links (`namespace/dataset.field` ends in the dataset's namespace);
+    """Change a dataset's ontology
+
+    `add` activates links (`namespace/dataset.field` ends in the dataset's namespace);
     `remove` deletes the dataset's links with those ends."""
     async with ctx.services.db.session() as session:
         await activate(
@@ -239,18 +215,11 @@ async def save_ontology(request: Request, ctx: Context, user: User, body: Ontolo
             await bump_version(session, dataset.namespace.id)
 
 
-@router.operation(
-    "POST",
-    "/links/add",
-    summary="Add a link between two columns",
-    body=AddLink,
-    response=ApiLink,
-    status=201,
-    also=(200,),
-    errors=(403, 404, 415, 422),
-)
+@router.post("/links/add", ApiLink, body=AddLink, status=201, also=(200,), errors=(403, 404))
 async def add_link(request: Request, ctx: Context, user: User, body: AddLink) -> Any:
-    """Activates a link between two fields of one namespace: 201 when it is new, 200 when
+    """Add a link between two columns
+
+    Activates a link between two fields of one namespace: 201 when it is new, 200 when
     it was already there (active)."""
     ends = [body.origin, body.to]
     owners = {named_user(end.username, user) for end in ends}

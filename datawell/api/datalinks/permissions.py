@@ -51,8 +51,8 @@ async def _owned_dataset(ctx: Context, user: User, path: RoutedDatasetPath) -> D
 
 
 # The path's namespace (or dataset), which only its owner may share: 404, 403 as any, then 403.
-OWNED_NAMESPACE = Resolver("namespace", NamespacePath, _owned)
-OWNED_DATASET = Resolver("dataset", RoutedDatasetPath, _owned_dataset)
+OWNED_NAMESPACE = Resolver("namespace", NamespacePath, _owned, (403, 404))
+OWNED_DATASET = Resolver("dataset", RoutedDatasetPath, _owned_dataset, (403, 404))
 
 
 async def grants(session: AsyncSession, namespace: NamespaceRef) -> list[AccessGrant]:
@@ -66,48 +66,31 @@ NAMESPACE_SHARES = "/permissions/namespaces/{username}/{namespace}/shares"
 DATASET_SHARES = "/permissions/datasets/{username}/{namespace}/{datasetName}/shares"
 
 
-@router.operation(
-    "GET",
-    NAMESPACE_SHARES,
-    summary="Who may use a namespace",
-    response=list[AccessGrant],
-    errors=(403, 404),
-    resolve=OWNED_NAMESPACE,
-)
+@router.get(NAMESPACE_SHARES, list[AccessGrant], resolve=OWNED_NAMESPACE)
 async def namespace_shares(request: Request, ctx: Context, user: User, namespace: NamespaceRef) -> list[AccessGrant]:
-    """The namespace's grants: `viewer` is read, `editor` is write."""
+    """Who may use a namespace
+
+    The namespace's grants: `viewer` is read, `editor` is write."""
     async with ctx.services.db.session() as session:
         return await grants(session, namespace)
 
 
-@router.operation(
-    "POST",
-    NAMESPACE_SHARES,
-    summary="Share a namespace",
-    body=Share,
-    status=204,
-    errors=(403, 404, 409, 415, 422),
-    resolve=OWNED_NAMESPACE,
-)
+@router.post(NAMESPACE_SHARES, body=Share, status=204, errors=(409,), resolve=OWNED_NAMESPACE)
 async def share_namespace(request: Request, ctx: Context, user: User, body: Share, namespace: NamespaceRef) -> None:
-    """Grants a user read (`viewer`) or write (`editor`) on the namespace, replacing an earlier grant."""
+    """Share a namespace
+
+    Grants a user read (`viewer`) or write (`editor`) on the namespace, replacing an earlier grant."""
     async with ctx.services.db.session() as session:
         if body.username == user.username:
             raise Conflict("the owner already has every access")
         await set_grant(session, namespace.owner, namespace.name, body.username, ROLES[body.role])
 
 
-@router.operation(
-    "DELETE",
-    NAMESPACE_SHARES,
-    summary="Stop sharing a namespace",
-    body=Share,
-    status=204,
-    errors=(403, 404, 415, 422),
-    resolve=OWNED_NAMESPACE,
-)
+@router.delete(NAMESPACE_SHARES, body=Share, status=204, resolve=OWNED_NAMESPACE)
 async def revoke_namespace(request: Request, ctx: Context, user: User, body: Share, namespace: NamespaceRef) -> None:
-    """Removes the user's grant on the namespace (404 when they hold none with that role)."""
+    """Stop sharing a namespace
+
+    Removes the user's grant on the namespace (404 when they hold none with that role)."""
     async with ctx.services.db.session() as session:
         held = {g.username: g.role for g in await grants(session, namespace)}
         if held.get(body.username) != body.role:
@@ -115,15 +98,10 @@ async def revoke_namespace(request: Request, ctx: Context, user: User, body: Sha
         await remove_grant(session, namespace.owner, namespace.name, body.username)
 
 
-@router.operation(
-    "GET",
-    DATASET_SHARES,
-    summary="Who may use a dataset",
-    response=list[AccessGrant],
-    errors=(403, 404),
-    resolve=OWNED_DATASET,
-)
+@router.get(DATASET_SHARES, list[AccessGrant], resolve=OWNED_DATASET)
 async def dataset_shares(request: Request, ctx: Context, user: User, dataset: DatasetRef) -> list[AccessGrant]:
-    """Grants are per namespace: the dataset's users are its namespace's."""
+    """Who may use a dataset
+
+    Grants are per namespace: the dataset's users are its namespace's."""
     async with ctx.services.db.session() as session:
         return await grants(session, dataset.namespace)

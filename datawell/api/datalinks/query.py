@@ -107,16 +107,11 @@ async def tables_for(
     return tables, joins
 
 
-@router.operation(
-    "POST",
-    "/query",
-    summary="Query with the DataLinks query language or a question",
-    body=QueryRequest,
-    response=QueryResponse,
-    errors=(403, 404, 415, 422, 502),
-)
+@router.post("/query", QueryResponse, body=QueryRequest, errors=(403, 404, 502))
 async def query(request: Request, ctx: Context, user: User, body: QueryRequest) -> QueryResponse:
-    """Runs `query` (the DataLinks query language: `Ontology("ns/ds")` then `.filter(...)`,
+    """Query with the DataLinks query language or a question
+
+    Runs `query` (the DataLinks query language: `Ontology("ns/ds")` then `.filter(...)`,
     `.searchAround("ns/other").find(...)`, `.select(...)`, `.orderBy(field, desc)`,
     `.limit(n)`; docs/datalinks.md) or `naturalLanguageQuery` (the nl2ql run) in the namespace,
     and answers the rows with `metadata.executedQuery`, the QL that ran. An empty `query` reads
@@ -170,16 +165,11 @@ per step `stepStarted` `{index, instruction}` and `step` `{index, instruction, q
 (`index` from 0), `answerStarted` `{}`, `answer` `{response}`; a failed run ends with `error` (an ErrorResponse, with `message`)."""
 
 
-@router.operation(
-    "POST",
-    "/query/ask",
-    summary="Ask a question, answered as a stream (DataLinks SDK events)",
-    body=AutoRagRequest,
-    errors=(403, 404, 415, 422, 502),
-    streams={"text/event-stream": ASK_EVENTS},
-)
+@router.post("/query/ask", body=AutoRagRequest, errors=(403, 404, 502), streams={"text/event-stream": ASK_EVENTS})
 async def ask(request: Request, ctx: Context, user: User, body: AutoRagRequest) -> Response:
-    """The assistant run of `/query/autorag`, streamed with the SDK's event names and shapes."""
+    """Ask a question, answered as a stream (DataLinks SDK events)
+
+    The assistant run of `/query/autorag`, streamed with the SDK's event names and shapes."""
     runs: Runs = ctx.runs
     run = await runs.start_assistant(await assistant_request(runs, user, body))
     return EventSourceResponse(ask_events(run), ping=15)

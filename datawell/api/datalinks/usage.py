@@ -92,16 +92,11 @@ def cursor_of(raw: str | None) -> tuple[datetime, str] | None:
     return parsed.last_start_time, parsed.last_observation_id
 
 
-@router.operation(
-    "GET",
-    "/user/usage/history",
-    summary="The caller's model usage, run by run",
-    query=UsageQuery,
-    response=UsageHistory,
-    errors=(422,),
-)
+@router.get("/user/usage/history", UsageHistory, query=UsageQuery)
 async def usage_history(request: Request, ctx: Context, user: User, query: UsageQuery) -> UsageHistory:
-    """One item per assistant run: when it started and the tokens its model calls spent
+    """The caller's model usage, run by run
+
+    One item per assistant run: when it started and the tokens its model calls spent
     (reported by the provider, else estimated). Cost is not priced."""
     async with ctx.services.db.read() as session:
         runs = await agent_runs.history(
@@ -116,16 +111,11 @@ async def usage_history(request: Request, ctx: Context, user: User, query: Usage
     )
 
 
-@router.operation(
-    "GET",
-    "/user/usage/by-day",
-    summary="The caller's model usage per day",
-    query=UsageQuery,
-    response=UsageByDay,
-    errors=(422,),
-)
+@router.get("/user/usage/by-day", UsageByDay, query=UsageQuery)
 async def usage_by_day(request: Request, ctx: Context, user: User, query: UsageQuery) -> UsageByDay:
-    """The tokens of the caller's runs summed per day in `timeZoneForAggregation`."""
+    """The caller's model usage per day
+
+    The tokens of the caller's runs summed per day in `timeZoneForAggregation`."""
     try:
         zone = ZoneInfo(query.time_zone_for_aggregation)
     except (ZoneInfoNotFoundError, ValueError):

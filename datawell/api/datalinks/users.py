@@ -57,9 +57,11 @@ class TokenPermissions(ApiModel):
     permissions: list[PermissionEntry] | None = None
 
 
-@router.operation("GET", "/user/me", summary="The caller", response=CurrentUser)
+@router.get("/user/me", CurrentUser)
 async def me(request: Request, ctx: Context, user: User) -> CurrentUser:
-    """The user the token belongs to."""
+    """The caller
+
+    The user the token belongs to."""
     return CurrentUser(id=user.id, username=user.username)
 
 
@@ -73,24 +75,20 @@ def user_token(token: Token, secret: str | None = None) -> UserToken:
     )
 
 
-@router.operation("GET", "/user/tokens", summary="The caller's tokens", response=list[UserToken])
+@router.get("/user/tokens", list[UserToken])
 async def tokens(request: Request, ctx: Context, user: User) -> list[UserToken]:
-    """The caller's tokens that are not revoked, newest first (never their secrets)."""
+    """The caller's tokens
+
+    The caller's tokens that are not revoked, newest first (never their secrets)."""
     async with ctx.services.db.session() as session:
         return [user_token(t) for t in await list_tokens(session, user) if t.revoked_at is None]
 
 
-@router.operation(
-    "POST",
-    "/user/token",
-    summary="Create a token",
-    body=TokenCreate,
-    response=UserToken,
-    status=201,
-    errors=(415, 422),
-)
+@router.post("/user/token", UserToken, body=TokenCreate, status=201)
 async def add_token(request: Request, ctx: Context, user: User, body: TokenCreate) -> UserToken:
-    """A new token for the caller; the answer is the only place its secret appears. Tokens
+    """Create a token
+
+    A new token for the caller; the answer is the only place its secret appears. Tokens
     carry the caller's whole access: `accessRestrictedTo` is refused (docs/datalinks.md)."""
     if body.access_restricted_to:
         raise InvalidInput(
@@ -124,26 +122,21 @@ class TokenPath(PathModel):
     token_id: str
 
 
-@router.operation(
-    "DELETE", "/user/token/{tokenId}", summary="Revoke a token", status=204, errors=(404,), params=TokenPath
-)
+@router.delete("/user/token/{tokenId}", status=204, errors=(404,), params=TokenPath)
 async def delete_token(request: Request, ctx: Context, user: User, path: TokenPath) -> None:
-    """Revokes one of the caller's tokens; it stops working at once."""
+    """Revoke a token
+
+    Revokes one of the caller's tokens; it stops working at once."""
     async with ctx.services.db.session() as session:
         token = await own_token(session, user, path.token_id)
         token.revoked_at = utcnow()
 
 
-@router.operation(
-    "GET",
-    "/user/tokens/{tokenId}/permissions",
-    summary="A token's permissions",
-    response=TokenPermissions,
-    errors=(404,),
-    params=TokenPath,
-)
+@router.get("/user/tokens/{tokenId}/permissions", TokenPermissions, errors=(404,), params=TokenPath)
 async def token_permissions(request: Request, ctx: Context, user: User, path: TokenPath) -> TokenPermissions:
-    """Tokens carry their user's whole access: never restricted."""
+    """A token's permissions
+
+    Tokens carry their user's whole access: never restricted."""
     async with ctx.services.db.session() as session:
         await own_token(session, user, path.token_id)
     return TokenPermissions(restricted=False)
