@@ -300,7 +300,8 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
 async def parse_body(request: Request, model: type[M], *, text_field: str | None = None) -> M:
     """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
     pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422;
-    with `text_field`, a text/plain body is that field's value."""
+    with `text_field`, a text/plain body is that field's value. A body model that forbids
+    unknown fields forbids them at every depth, in the wire models it nests too."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if text_field is not None and media_type == "text/plain":
         try:
@@ -308,7 +309,7 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
         except UnicodeDecodeError:
             raise InvalidInput("the body is not UTF-8 text") from None
         try:
-            return model.model_validate({text_field: text.strip()})
+            return model.model_validate({text_field: text.strip()}, extra=model.model_config.get("extra"))
         except ValidationError as exc:
             raise validation_error(exc) from None
     if media_type != "application/json":
@@ -318,7 +319,7 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
         with suppress(ValueError):  # not JSON: the validation below says so
             refuse_nul({"body": from_json(raw)}, "")
     try:
-        return model.model_validate_json(raw or b"null", strict=True)
+        return model.model_validate_json(raw or b"null", strict=True, extra=model.model_config.get("extra"))
     except ValidationError as exc:
         invalid = [e["msg"] for e in exc.errors(include_url=False) if e["type"] == "json_invalid"]
         if invalid:

@@ -5,7 +5,7 @@ serves the part URLs itself (`PUT /upload/parts`), authenticated by their signat
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -16,6 +16,10 @@ from starlette.responses import JSONResponse, Response
 from datawell.api.routing import WRITABLE_DATASET, Context, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
+from datawell.client.models import AbortedUpload as AbortResponse
+from datawell.client.models import CompletedUpload as CompleteResponse
+from datawell.client.models import PartReceipt, PresignedPart
+from datawell.client.models import PreparedUpload as PrepareResponse
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.ingest.worker import queue_work
 from datawell.services import PART_PATH, Services
@@ -56,28 +60,9 @@ class PrepareRequest(ApiModel):
     )
 
 
-class PresignedPart(ApiModel):
-    url: str = Field(description="PUT the part's bytes here; part number and upload id are in the query.")
-    size: int = Field(description="Exact size of this part in bytes.")
-
-
-class PrepareResponse(ApiModel):
-    upload_id: str = Field(description="Identifier of the multipart upload session.")
-    key: str = Field(description="Generated object key in object storage.")
-    part_size: int = Field(description="Size of each part in bytes (the last part holds the rest).")
-    presigned_urls: list[PresignedPart] = Field(description="One URL per part, part 1 first; 1 to 10000 of them.")
-    expires_at: datetime = Field(description="When the part URLs stop working.")
-
-
 class AbortRequest(ApiModel):
     upload_id: str = Field(min_length=1)
     key: str = Field(min_length=1)
-
-
-class AbortResponse(ApiModel):
-    upload_id: str
-    key: str
-    status: str = Field(description="ABORTED")
 
 
 class CompletedPart(ApiModel):
@@ -93,13 +78,6 @@ class CompleteRequest(ApiModel):
     )
 
 
-class CompleteResponse(ApiModel):
-    id: str = Field(description="Identifier of the ingestion attempt created for the uploaded file.")
-    upload_id: str
-    key: str
-    status: str = Field(description="Status of the new ingestion attempt: QUEUED.")
-
-
 class PartQuery(BaseModel):
     """The query of a part URL, exactly as prepare returned it (checked by signature, so
     nothing is validated here: a tampered URL is refused as forged)."""
@@ -112,12 +90,6 @@ class PartQuery(BaseModel):
     size: str = ""
     expires: str = Field("", description="Unix time after which the URL is refused.")
     signature: str = Field("", description="HMAC-SHA256 over method, key, uploadId, partNumber, size and expiry.")
-
-
-class PartReceipt(ApiModel):
-    part_number: int
-    size: int
-    etag: str
 
 
 @router.operation(

@@ -63,7 +63,8 @@ class ScriptedChatModel(BaseChatModel):
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
 
     def __init__(self, script: Sequence[ScriptItem], **kwargs: Any) -> None:
-        super().__init__(script=list(script), **kwargs)
+        # `script` is this class's field, which BaseChatModel's typed __init__ cannot name.
+        super().__init__(script=list(script), **kwargs)  # type: ignore[call-arg]
 
     @property
     def _llm_type(self) -> str:
