@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -264,6 +265,6 @@ class RunRow(Base):
     graph: Mapped[str] = mapped_column(String(16))
     outcome: Mapped[str] = mapped_column(String(64))
     started_at: Mapped[datetime] = mapped_column(index=True)
-    seconds: Mapped[float]
+    seconds: Mapped[float] = mapped_column(Float)  # as migration 0007 made it
     question: Mapped[str] = mapped_column(String(200), default="")
     record: Mapped[dict[str, Any]]

@@ -1,19 +1,13 @@
 """links unique per namespace; link version counters
 
-Revision ID: 0002_link_versions
-Revises: 0001
 Create Date: 2026-11-22 19:30:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002_link_versions"
 down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 # 0001 created the unique constraint without a name: PostgreSQL named it itself, SQLite
 # keeps it unnamed, and batch mode finds it through this naming convention.

@@ -1,11 +1,7 @@
 """uploads.status_changed_at, so an upload left COMPLETING by a dead process can be retaken
 
-Revision ID: 0003_upload_status_time
-Revises: 0002_link_versions
 Create Date: 2026-11-22 21:20:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from datawell.storage.tables import UTCDateTime
 
 revision: str = "0003_upload_status_time"
 down_revision: str | None = "0002_link_versions"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,7 @@
 """verified examples: question -> query pairs per namespace
 
-Revision ID: 0004_verified_examples
-Revises: 0003_upload_status_time
 Create Date: 2026-11-23 15:00:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from datawell.storage.tables import UTCDateTime
 
 revision: str = "0004_verified_examples"
 down_revision: str | None = "0003_upload_status_time"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,7 @@
 """column_hints: per dataset value hints for the catalog, computed when its rows change
 
-Revision ID: 0005_column_hints
-Revises: 0004_verified_examples
 Create Date: 2026-11-23 15:40:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from datawell.storage.tables import UTCDateTime
 
 revision: str = "0005_column_hints"
 down_revision: str | None = "0004_verified_examples"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,7 @@
 """agent_runs: one row per assistant run, for the DataLinks SDK's run status, feedback and usage
 
-Revision ID: 0006_agent_runs
-Revises: 0005_column_hints
 Create Date: 2026-11-26 00:05:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from datawell.storage.tables import UTCDateTime
 
 revision: str = "0006_agent_runs"
 down_revision: str | None = "0005_column_hints"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -1,11 +1,7 @@
 """run_records: every graph run's record, for the run viewer
 
-Revision ID: 0007_run_records
-Revises: 0006_agent_runs
 Create Date: 2026-11-25 23:50:00.000000
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -14,8 +10,6 @@ from datawell.storage.tables import UTCDateTime
 
 revision: str = "0007_run_records"
 down_revision: str | None = "0006_agent_runs"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
