@@ -194,7 +194,7 @@ def main() -> None:
         server.should_exit = True
         thread.join()
         runtime = embedded.runtime()
-        figures = report(asked, runtime.load_seconds, runtime.threads or embedded_runtime.default_threads())
+        figures = report(asked, runtime.load_seconds, runtime.options.threads or embedded_runtime.default_threads())
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=str) + "\n", encoding="utf-8")
 

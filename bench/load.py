@@ -215,6 +215,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=4, help="the embedded model's parallel sequences")
     parser.add_argument("--threads", type=int, default=0, help="the embedded model's threads (0: every core)")
     parser.add_argument("--batch", type=int, default=0, help="the embedded model's prompt batch (0: llama.cpp's)")
+    parser.add_argument("--split-kv", action="store_true", help="a KV cache per sequence instead of one for all")
+    parser.add_argument("--kv-context", type=int, default=4096, help="the embedded model's tokens per sequence")
     parser.add_argument("--slots", type=int, default=0, help="scheduler slots (0: --parallel)")
     parser.add_argument("--queue", type=int, default=16, help="questions that may wait for a slot")
     parser.add_argument("--per-user", type=int, default=2, help="runs of one user holding a slot at once")
@@ -242,6 +244,8 @@ def main() -> None:
             embedded_model_parallel=args.parallel,
             embedded_model_threads=args.threads,
             embedded_model_batch=args.batch,
+            embedded_model_unified_kv=not args.split_kv,
+            embedded_model_context=args.kv_context,
             model_slots=args.slots,
             model_queue=args.queue,
             model_runs_per_user=args.per_user,
@@ -268,6 +272,7 @@ def main() -> None:
         server.should_exit = True
         thread.join()
     print(f"\nparallel {args.parallel}, threads {args.threads or 'all'}, batch {args.batch or 'default'}, "
+          f"KV {'split' if args.split_kv else 'unified'}, {args.kv_context} tokens a sequence, "
           f"slots {args.slots or args.parallel}, queue {args.queue}, per user {args.per_user}, model {args.model or 'embedded'}")  # fmt: skip
     columns = ["askers", "questions", "wall_seconds", "latency_p50", "latency_p95", "first_token_p50",
                "first_token_p95", "tokens_per_second", "errors", "timeouts", "queued", "longest_wait", "behind",

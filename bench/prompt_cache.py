@@ -43,7 +43,9 @@ def main() -> None:
     parser.add_argument("--rules-first", action="store_true", help="no namespace line before the shared rules")
     args = parser.parse_args()
     embedded_runtime.SAME_PREFIX_SHARE = args.similarity  # read when the model loads
-    runtime = embedded_runtime.EmbeddedRuntime(Path(tempfile.gettempdir()) / "datawell-bench-models", parallel=2)
+    runtime = embedded_runtime.EmbeddedRuntime(
+        Path(tempfile.gettempdir()) / "datawell-bench-models", embedded_runtime.RuntimeOptions(parallel=2)
+    )
     for turn, namespace in enumerate("ABCABC"):
         request = {"messages": prompt(namespace, f"question {turn}?", args.rules_first), "max_tokens": 1}
         runtime.complete(request | {"temperature": 0})

@@ -83,6 +83,14 @@ class Settings(BaseSettings):
         ge=0,
         description="Prompt tokens the embedded model evaluates per batch (llama.cpp's n_batch); 0 = its default.",
     )
+    embedded_model_unified_kv: bool = Field(
+        True,
+        description="One KV cache for every sequence (llama.cpp's kv_unified); off: one per sequence, "
+        "each of DATAWELL_EMBEDDED_MODEL_CONTEXT tokens.",
+    )
+    embedded_model_context: int = Field(
+        4096, ge=512, le=32768, description="Context tokens per parallel sequence of the embedded model."
+    )
 
     # The model scheduler (docs/operations.md): every model call of the process waits here.
     model_slots: int = Field(

@@ -23,11 +23,11 @@ from litellm.types.utils import ChatCompletionMessageToolCall, GenericStreamingC
 
 from datawell.errors import ModelError
 from datawell.llm.embedded_runtime import (
-    PARALLEL_SEQUENCES,
     PROVIDER,
     EmbeddedRuntime,
     ReaderGone,
     Reply,
+    RuntimeOptions,
     cached_tokens,
 )
 
@@ -163,20 +163,18 @@ _registry_lock = threading.Lock()
 _provider: EmbeddedProvider | None = None
 
 
-def register(models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> EmbeddedRuntime:
+def register(models_dir: Path, options: RuntimeOptions | None = None) -> EmbeddedRuntime:
     """Make `embedded/...` a litellm provider in this process; nothing loads until a call.
 
-    One model per process: a later registration with another folder, thread count,
-    parallel sequences or batch size only takes effect if the model has not loaded yet."""
+    One model per process: a later registration with another folder or other options only
+    takes effect if the model has not loaded yet."""
     global _provider
     with _registry_lock:
         if _provider is None:
-            _provider = EmbeddedProvider(EmbeddedRuntime(models_dir, threads, parallel, batch))
+            _provider = EmbeddedProvider(EmbeddedRuntime(models_dir, options))
         elif not _provider.runtime.loaded:
             _provider.runtime.models_dir = models_dir
-            _provider.runtime.threads = threads
-            _provider.runtime.parallel = parallel
-            _provider.runtime.batch = batch
+            _provider.runtime.options = options or RuntimeOptions()
         if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
             litellm.custom_provider_map = [
                 *litellm.custom_provider_map,

@@ -72,6 +72,19 @@ class CallStats:
         )
 
 
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How the model's server runs: CPU threads (0: `default_threads()`), sequences decoded at
+    once, prompt tokens per batch (0: llama.cpp's default), the KV cache shared by every
+    sequence (`unified_kv`) or one of `context` tokens per sequence."""
+
+    threads: int = 0
+    parallel: int = PARALLEL_SEQUENCES
+    batch: int = 0
+    unified_kv: bool = True
+    context: int = CONTEXT_TOKENS_PER_SEQUENCE
+
+
 class ReaderGone(Exception):
     """Raised by a chunk handler whose reader stopped listening; ends the decode."""
 
@@ -122,11 +135,9 @@ def _server_error(chunk: dict[str, Any]) -> str | None:
 class EmbeddedRuntime:
     """The in-process model server, created on first use and kept for the process."""
 
-    def __init__(self, models_dir: Path, threads: int = 0, parallel: int = PARALLEL_SEQUENCES, batch: int = 0) -> None:
+    def __init__(self, models_dir: Path, options: RuntimeOptions | None = None) -> None:
         self.models_dir = models_dir
-        self.threads = threads
-        self.parallel = parallel
-        self.batch = batch  # prompt tokens per batch; 0: llama.cpp's default
+        self.options = options or RuntimeOptions()
         self._server: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
@@ -151,11 +162,12 @@ class EmbeddedRuntime:
                 path = ensure_model_file(self.models_dir)
                 params = xllamacpp.CommonParams()
                 params.model.path = str(path)
-                params.n_ctx = CONTEXT_TOKENS_PER_SEQUENCE * self.parallel
-                params.n_parallel = self.parallel
-                if self.batch:
-                    params.n_batch = self.batch
-                params.kv_unified = True
+                options = self.options
+                params.n_ctx = options.context * options.parallel
+                params.n_parallel = options.parallel
+                if options.batch:
+                    params.n_batch = options.batch
+                params.kv_unified = options.unified_kv
                 params.warmup = False
                 params.verbosity = -1
                 # Host-RAM copies of evaluated prompts: a namespace's prefix (rules + catalog,
@@ -173,7 +185,7 @@ class EmbeddedRuntime:
                 # The server also listens on a loopback port of its own choosing; a random
                 # key keeps anything else on the machine from using that listener.
                 params.api_keys = [secrets.token_urlsafe(24)]
-                params.cpuparams.n_threads = params.cpuparams_batch.n_threads = self.threads or default_threads()
+                params.cpuparams.n_threads = params.cpuparams_batch.n_threads = options.threads or default_threads()
                 try:
                     self._server = xllamacpp.Server(params)
                 except RuntimeError as error:

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.llm import embedded, embedded_runtime
+from datawell.llm.embedded_runtime import RuntimeOptions
 from datawell.llm.models import STAGE_TAG, Stage, StageChoices
 
 log = logging.getLogger(__name__)
@@ -242,9 +243,13 @@ class LiteLLMChatModels:
         if settings.embedded_model_enabled:
             embedded.register(
                 settings.data_dir / "models",
-                settings.embedded_model_threads,
-                settings.embedded_model_parallel,
-                settings.embedded_model_batch,
+                RuntimeOptions(
+                    threads=settings.embedded_model_threads,
+                    parallel=settings.embedded_model_parallel,
+                    batch=settings.embedded_model_batch,
+                    unified_kv=settings.embedded_model_unified_kv,
+                    context=settings.embedded_model_context,
+                ),
             )
 
     def model_name(self, stage: Stage, choices: StageChoices | None = None) -> str:

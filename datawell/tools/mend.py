@@ -6,10 +6,20 @@ same query back. Three slips have only one sensible reading, so the service mend
 itself when the checker refuses a query, and runs the mended query if the checker accepts
 it (the reasoning says what changed):
 
+- **A column name one letter or two off.** `student.declared_major` where `student` has
+  `declare_major` and no other column as close (difflib's ratio at least 0.85), and no table
+  of the SELECT has `declared_major`: the column is read by its name.
 - **The table that lacks a column.** `FROM course JOIN student ON course.course_id =
   student.course_id`, where `student` has no `course_id` but exactly one other dataset
   (`student_record`) holds every column the query reads of `student`: that dataset is read
   instead, under the same alias.
+- **The table a join skipped.** `FROM author AS a JOIN publication AS p ON a.aid = p.aid`,
+  where `publication` has no `aid` but exactly one other dataset (`writes`) has `aid` and
+  shares exactly one column with `publication` (`pid`): the join goes through it,
+  `JOIN writes ON a.aid = writes.aid JOIN publication AS p ON writes.pid = p.pid`.
+- **The table a one-table query did not join.** `SELECT airline_name FROM flight`, where
+  `flight` has no `airline_name` and exactly one dataset has every such column and shares
+  exactly one column with `flight` (`airline`, by `airline_code`): it is joined on that column.
 - **A column read through the wrong alias.** `t2.fare_basis_code` where `t2` lacks it, or
   `p.unit_price_eur` where the query defines no `p`, and exactly one table of the same
   SELECT has it, outside a join condition (there, moving the name would compare a table
@@ -22,6 +32,7 @@ of the rules change, comes back as it was."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -57,7 +68,10 @@ def mend(query: str, catalog: Catalog) -> Mended:
     defined = _aliases(tree)
     for select in list(tree.find_all(exp.Select)):
         sources = _sources(select, catalog)
+        changes += _near_names(select, sources)
         changes += _swap_tables(select, sources, catalog)
+        changes += _bridge_joins(select, sources, catalog, defined)
+        changes += _join_missing(select, sources, catalog, defined)
         changes += _requalify(select, sources, defined)
         changes += _epoch_to_timestamps(select, sources)
     return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
@@ -90,6 +104,25 @@ def _own_columns(select: exp.Select) -> list[exp.Column]:
     return [c for c in select.find_all(exp.Column) if c.name and c.find_ancestor(exp.Select) is select]
 
 
+def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    """A column no table of the SELECT has, read through a table (its qualifier's, or the only
+    one) with exactly one column named nearly the same: read by that name."""
+    changes: list[str] = []
+    named = {e.alias.lower() for e in select.expressions if e.alias}  # ORDER BY n, of `AS n`
+    for column in _own_columns(select):
+        qualifier = column.table.lower()
+        owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
+        if owner is None or column.name.lower() in named or any(s.has(column.name) for s in sources.values()):
+            continue
+        close = difflib.get_close_matches(column.name.lower(), [c.lower() for c in owner.info.columns], 2, 0.85)
+        if len(close) != 1:
+            continue
+        right = next(c for c in owner.info.columns if c.lower() == close[0])
+        changes.append(f"{owner.info.name} has no {column.name}: read {right}")
+        column.set("this", exp.to_identifier(right))
+    return changes
+
+
 def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:
     changes: list[str] = []
     read = {s.info.name for s in sources.values()}
@@ -114,6 +147,102 @@ def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalo
             f"{source.info.name} has no {', '.join(missing)}: read {new.name}, which has {', '.join(sorted(used))}"
         )
     return changes
+
+
+def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+    """A join whose condition `a.x = b.x` reads a column `b`'s table lacks and `a`'s has, when
+    one dataset links them (`_the_link`): the join reads it between them (`a.x = w.x`, then
+    `w.k = b.k`), with the same join kind."""
+    changes: list[str] = []
+    read = {s.info.name for s in sources.values()}
+    joins = select.args.get("joins") or []
+    for join in list(joins):
+        condition = join.args.get("on")
+        target = next((a for a, s in sources.items() if s.node is join.this), None)
+        if target is None or not isinstance(condition, exp.EQ):
+            continue
+        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
+        if (
+            len(sides) != 2
+            or {c.table.lower() for c in sides} - {target} - set(sources)
+            or sides[0].name.lower() != sides[1].name.lower()
+        ):
+            continue
+        inner = next((c for c in sides if c.table.lower() == target), None)
+        outer = next((c for c in sides if c.table.lower() != target), None)
+        if inner is None or outer is None:
+            continue
+        lacking = sources[target]
+        if lacking.has(inner.name) or not sources[outer.table.lower()].has(outer.name):
+            continue
+        link = _the_link(catalog, read, lacking.info, inner.name)
+        if link is None:
+            continue
+        bridge, key = link
+        alias = bridge.name if bridge.name.lower() not in defined else f"{bridge.name}_via"
+        defined.add(alias.lower())
+        read.add(bridge.name)
+        table = exp.Table(this=exp.to_identifier(bridge.name))
+        if alias != bridge.name:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        on = exp.EQ(this=outer.copy(), expression=exp.column(inner.name, table=alias))
+        joins.insert(
+            joins.index(join), exp.Join(this=table, on=on, kind=join.args.get("kind"), side=join.args.get("side"))
+        )
+        join.set("on", exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=target)))
+        changes.append(
+            f"{lacking.info.name} has no {inner.name}: joined through {bridge.name}, which has {inner.name} and {key}"
+        )
+    return changes
+
+
+def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+    """A SELECT of one table, no joins, reading columns by bare name that the table lacks:
+    when one dataset has all of them and shares exactly one column `k` with the table, it is
+    joined on `k`, and the bare names are qualified (a name both have would be ambiguous)."""
+    if len(sources) != 1 or select.args.get("joins") or not isinstance(select.args.get("from_"), exp.From):
+        return []
+    ((alias, source),) = sources.items()
+    if source.node is not select.args["from_"].this:
+        return []
+    named = {e.alias.lower() for e in select.expressions if e.alias}  # ORDER BY n, of `AS n`
+    bare = [c for c in _own_columns(select) if not c.table and c.name.lower() not in named]
+    missing = {c.name.lower() for c in bare if not source.has(c.name)}
+    if not missing:
+        return []
+    theirs = {c.lower() for c in source.info.columns}
+    links = []
+    for candidate in catalog.tables:
+        columns = {c.lower() for c in candidate.columns}
+        if candidate.name != source.info.name and missing <= columns and len(columns & theirs) == 1:
+            links.append((candidate, (columns & theirs).pop()))
+    if len(links) != 1:
+        return []
+    joined, key = links[0]
+    other = joined.name if joined.name.lower() not in defined else f"{joined.name}_via"
+    defined.add(other.lower())
+    table = exp.Table(this=exp.to_identifier(joined.name))
+    if other != joined.name:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(other)))
+    select.join(
+        table, on=exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=other)), copy=False
+    )
+    for column in bare:
+        column.set("table", exp.to_identifier(other if column.name.lower() in missing else alias))
+    return [f"{source.info.name} has no {', '.join(sorted(missing))}: joined {joined.name} on {key}"]
+
+
+def _the_link(catalog: Catalog, read: set[str], lacking: TableInfo, column: str) -> tuple[TableInfo, str] | None:
+    """The one dataset the query does not read yet that has `column` and shares exactly one
+    other column with `lacking`, with that column; None when there is not exactly one."""
+    theirs = {c.lower() for c in lacking.columns}
+    links = []
+    for table in catalog.tables:
+        columns = {c.lower() for c in table.columns}
+        shared = (columns & theirs) - {column.lower()}
+        if table.name not in read and column.lower() in columns and len(shared) == 1:
+            links.append((table, shared.pop()))
+    return links[0] if len(links) == 1 else None
 
 
 def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]) -> list[str]:

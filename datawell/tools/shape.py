@@ -25,9 +25,13 @@ And one that needs the catalog's column names (`group_per_asked`):
 
 - **An aggregate asked "per X" without its groups.** "What are the average payment terms of
   our suppliers per country?" written `SELECT AVG(payment_terms_days) FROM suppliers` gives
-  one number for all countries. When the question asks per (or for each, in each) a word
-  that is exactly one column of the query's tables, and the outermost query selects only
-  aggregates and has no GROUP BY, it is grouped by that column, which is selected in front.
+  one number for all countries. When the question asks per (or for each, in each, within
+  each, across different) a name that is one column of the query's tables (of its one or two
+  words, the joined pair, then either word: "course ID" is `course_id`; else the key of the
+  name: "for each fare" is `fare_id`), or of two tables the query joins on it, and the
+  outermost query selects only aggregates and has no GROUP BY, it is grouped by that column,
+  which is selected in front. A time unit after "per" is left alone ("per day" asks for one
+  average of daily values as often as for a row a day).
 
 The rest are pure functions of the query text and the question: no catalog, no data. A
 query that does not parse is returned as it is (the checker says why)."""
@@ -197,6 +201,19 @@ def _select_ranking_measure(tree: exp.Query) -> str:
     return "selected the ranking's measure " + ", ".join(a.sql(dialect=DIALECTS[QL_DIALECT]) for a in added)
 
 
+def _joined_on(tree: exp.Select, columns: list[tuple[str, str]]) -> bool:
+    """Whether the join conditions equate every one of these (alias, column)s with another, so
+    that each holds the same value on a row (`ON o.customer = p.customer`)."""
+    equal: set[frozenset[tuple[str, str]]] = set()
+    for join in tree.args.get("joins") or []:
+        for eq in join.find_all(exp.EQ):
+            if isinstance(eq.left, exp.Column) and isinstance(eq.right, exp.Column):
+                sides = [(c.table.lower(), c.name.lower()) for c in (eq.left, eq.right)]
+                equal.add(frozenset(sides))
+    named = [(a.lower(), c.lower()) for a, c in columns]
+    return all(any(frozenset((one, other)) in equal for other in named if other != one) for one in named)
+
+
 def _measure_name(measure: exp.AggFunc) -> str:
     """`count` for COUNT(*), `count_patient_id` for COUNT(t.patient_id), `sum` for SUM(a * b)."""
     argument = measure.this
@@ -206,47 +223,68 @@ def _measure_name(measure: exp.AggFunc) -> str:
     return f"{function}_{argument.name}" if isinstance(argument, exp.Column) and argument.name else function
 
 
-# "per country", "for each country", "in every region": the word the groups are asked by.
-_PER = re.compile(r"\b(?:per|(?:for|in)\s+(?:each|every))\s+([a-z][a-z_]*)", re.IGNORECASE)
+# "per country", "for each country", "in every region", "within each domain ID", "across
+# different aircraft manufacturers": the one or two words the groups are asked by.
+_PER = re.compile(
+    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every)|across\s+(?:the\s+)?(?:different|various|all)?)\s*"
+    r"\b(?P<first>[a-z][a-z_]*)(?:\s+(?P<second>[a-z][a-z_]*))?",
+    re.IGNORECASE,
+)
 
 
 # "Average rainfall per day" asks for one average of daily values as often as for one row
-# per day: a time unit is left to the writer.
+# per day: a time unit after "per" is left to the writer. "In each year" asks for a row a year.
 _TIME_UNITS = frozenset(["second", "minute", "hour", "day", "week", "month", "quarter", "year"])
 
 
-def asked_per(question: str) -> str:
-    """The word a question asks an aggregate per ("country"), else "" (also for time units)."""
+def asked_per(question: str) -> list[str]:
+    """The column names a question may ask an aggregate per, the likeliest first: for "for each
+    course ID" `course_id`, `course`, `id`; none when "per" comes before a time unit."""
     found = _PER.search(question)
-    word = found.group(1).lower() if found else ""
-    return "" if singular(word) in _TIME_UNITS else word
+    if not found:
+        return []
+    first, second = found.group("first").lower(), (found.group("second") or "").lower()
+    if found.group("by").lower() == "per" and singular(first) in _TIME_UNITS:
+        return []
+    return [f"{first}_{second}", first, second] if second else [first]
 
 
 def group_per_asked(query: str, question: str, columns: Mapping[str, Iterable[str]]) -> Shaped:
     """`query` grouped by the column the question asks per (see the module); `columns`: each
     table's column names, by the name a query gives the table."""
-    word = asked_per(question)
+    names = asked_per(question)
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
         return Shaped(query, [])
-    if not word or not isinstance(tree, exp.Select) or tree.args.get("group") is not None:
+    if not names or not isinstance(tree, exp.Select) or tree.args.get("group") is not None:
         return Shaped(query, [])
     if any(not e.unalias().find(exp.AggFunc) or e.find(exp.Window) for e in tree.expressions):
         return Shaped(query, [])
-    forms = {word, singular(word)}
-    found = [
-        (table.alias_or_name, column)
-        for table in tree.find_all(exp.Table)
-        if table.find_ancestor(exp.Select) is tree
-        for column in columns.get(table.name, ())
-        if column.lower() in forms
-    ]
-    if len(found) != 1:
+    tables = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is tree]
+    found, word = _columns_named(names, tables, columns)
+    if not found or (len(found) > 1 and not _joined_on(tree, found)):
         return Shaped(query, [])  # none, or several tables have it: the question does not say which
-    [(alias, column)] = found
+    alias, column = found[0]
     key = exp.column(column, table=alias if len(list(tree.find_all(exp.Table))) > 1 else None)
     tree.set("expressions", [key.copy(), *tree.expressions])
     tree.set("group", exp.Group(expressions=[key]))
     shown = key.sql(dialect=DIALECTS[QL_DIALECT])
-    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {word}"])
+    return Shaped(
+        tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"grouped by {shown}: the question asks per {singular(word)}"]
+    )
+
+
+def _columns_named(
+    names: list[str], tables: list[exp.Table], columns: Mapping[str, Iterable[str]]
+) -> tuple[list[tuple[str, str]], str]:
+    """The (alias, column)s of these tables named as the first of `names` that any is (or its
+    singular), else as the key of the first that has one ("for each fare" of a table with
+    `fare_id` asks a row a fare), with that name."""
+    for keys in (False, True):
+        for word in names:
+            forms = {f"{singular(word)}_id", f"{singular(word)}_code"} if keys else {word, singular(word)}
+            found = [(t.alias_or_name, c) for t in tables for c in columns.get(t.name, ()) if c.lower() in forms]
+            if found:
+                return found, word
+    return [], ""

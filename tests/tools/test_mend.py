@@ -124,3 +124,96 @@ def test_an_outer_alias_in_a_correlated_subquery_is_left_alone() -> None:
         "(SELECT 1 FROM student_record AS r WHERE r.course_id = c.course_id AND c.name = r.grade)"
     )
     assert mend(query, SCHOOL).changes == []
+
+
+ACADEMIC = Catalog(
+    NAMESPACE,
+    [
+        table("author", "aid", "name", "oid"),
+        table("publication", "pid", "title", "year", "jid"),
+        table("writes", "aid", "pid"),
+        table("journal", "jid", "name"),
+    ],
+)
+
+
+def test_a_join_that_skipped_a_table_goes_through_the_one_table_linking_both() -> None:
+    query = (
+        "SELECT t1.name, COUNT(*) AS n FROM author AS t1 JOIN publication AS t2 ON t1.aid = t2.aid "
+        "WHERE t2.year = 2021 GROUP BY t1.name ORDER BY n DESC LIMIT 1"
+    )
+
+    found = mend(query, ACADEMIC)
+
+    assert found.query == (
+        "SELECT t1.name, COUNT(*) AS n FROM author AS t1 JOIN writes ON t1.aid = writes.aid "
+        "JOIN publication AS t2 ON writes.pid = t2.pid "
+        "WHERE t2.year = 2021 GROUP BY t1.name ORDER BY n DESC LIMIT 1"
+    )
+    assert found.changes == ["publication has no aid: joined through writes, which has aid and pid"]
+
+
+def test_a_left_join_stays_a_left_join_through_the_linking_table() -> None:
+    found = mend("SELECT a.name, p.title FROM author AS a LEFT JOIN publication AS p ON p.aid = a.aid", ACADEMIC)
+
+    assert found.query == (
+        "SELECT a.name, p.title FROM author AS a LEFT JOIN writes ON a.aid = writes.aid "
+        "LEFT JOIN publication AS p ON writes.pid = p.pid"
+    )
+
+
+def test_no_bridge_when_the_linking_table_is_not_one_clear_choice() -> None:
+    """`journal` lacks `oid`, and no table has `oid` and one column of journal's: nothing to go
+    through; and with a second table linking author and publication there are two readings."""
+    assert mend("SELECT a.name FROM author AS a JOIN journal AS j ON a.oid = j.oid", ACADEMIC).changes == []
+    two_links = Catalog(NAMESPACE, [*ACADEMIC.tables, table("reviews", "aid", "pid", "score")])
+    query = "SELECT a.name, p.title FROM author AS a JOIN publication AS p ON a.aid = p.aid"
+    assert mend(query, two_links).changes == []
+
+
+FLIGHTS_AND_AIRLINES = Catalog(
+    NAMESPACE,
+    [
+        table("flight", "flight_id", "airline_code", "from_airport"),
+        table("airline", "airline_code", "airline_name"),
+        table("airport", "airport_code", "airport_name"),
+    ],
+)
+
+
+def test_a_one_table_query_reading_another_tables_column_joins_that_table() -> None:
+    query = (
+        "SELECT airline_name, COUNT(*) AS n FROM flight WHERE from_airport = 'BOS' "
+        "GROUP BY airline_name, airline_code ORDER BY n DESC"
+    )
+
+    found = mend(query, FLIGHTS_AND_AIRLINES)
+
+    assert found.query == (
+        "SELECT airline.airline_name, COUNT(*) AS n FROM flight "
+        "JOIN airline ON flight.airline_code = airline.airline_code WHERE flight.from_airport = 'BOS' "
+        "GROUP BY airline.airline_name, flight.airline_code ORDER BY n DESC"
+    )
+    assert found.changes == ["flight has no airline_name: joined airline on airline_code"]
+
+
+def test_no_join_without_exactly_one_shared_column() -> None:
+    """`airport` has airport_name but shares no column with flight: joining it would need a
+    condition the query does not say."""
+    assert mend("SELECT airport_name FROM flight", FLIGHTS_AND_AIRLINES).changes == []
+
+
+STUDENTS = Catalog(NAMESPACE, [table("student", "student_id", "declare_major", "minor", "total_gpa")])
+
+
+def test_a_column_name_a_letter_off_is_read_by_its_name() -> None:
+    found = mend("SELECT s.student_id FROM student AS s WHERE s.declared_major IS NOT NULL", STUDENTS)
+
+    assert found.query == "SELECT s.student_id FROM student AS s WHERE s.declare_major IS NOT NULL"
+    assert found.changes == ["student has no declared_major: read declare_major"]
+
+
+def test_a_name_not_close_to_exactly_one_column_is_left_to_the_model() -> None:
+    """`gpa` is a word of `total_gpa`, not a slip of it; an alias is not a column."""
+    assert mend("SELECT AVG(gpa) FROM student", STUDENTS).changes == []
+    assert mend("SELECT COUNT(*) AS minors FROM student ORDER BY minors", STUDENTS).changes == []

@@ -74,3 +74,53 @@ async def test_unix_seconds_in_a_date_function_run_as_timestamps(
     assert isinstance(events[1], RowsReady)
     assert sorted((row["month"], row["n"]) for row in events[1].rows) == [("2024-03", 2), ("2024-04", 1)]
     assert len(chat_model.calls) == 1
+
+
+async def test_a_join_that_skipped_the_linking_table_runs_through_it(
+    services: Services, world: World, chat_model: ScriptedChatModel
+) -> None:
+    await load(services, world.sales, world.alice, "authors", {"aid": "author id", "name": "who"},
+               {"aid": "integer", "name": "text"}, [{"aid": 1, "name": "Ada"}, {"aid": 2, "name": "Bo"}])  # fmt: skip
+    await load(services, world.sales, world.alice, "papers", {"pid": "paper id", "title": "its title"},
+               {"pid": "integer", "title": "text"}, [{"pid": 10, "title": "On A"}, {"pid": 11, "title": "On B"}])  # fmt: skip
+    await load(services, world.sales, world.alice, "writes", {"aid": "the author", "pid": "the paper"},
+               {"aid": "integer", "pid": "integer"},
+               [{"aid": 1, "pid": 10}, {"aid": 1, "pid": 11}, {"aid": 2, "pid": 11}])  # fmt: skip
+    chat_model.script += [
+        QueryDraft(
+            query="SELECT a.name, COUNT(p.title) AS papers FROM authors AS a JOIN papers AS p ON a.aid = p.aid "
+            "GROUP BY a.name ORDER BY a.name"
+        )
+    ]
+
+    events = await ask(services, world, "How many papers did each author write?")
+
+    assert isinstance(events[0], QueryGenerated)
+    assert events[0].query == (
+        "SELECT a.name, COUNT(p.title) AS papers FROM authors AS a JOIN writes ON a.aid = writes.aid "
+        "JOIN papers AS p ON writes.pid = p.pid GROUP BY a.name ORDER BY a.name"
+    )
+    assert events[0].reasoning.endswith("mended: papers has no aid: joined through writes, which has aid and pid")
+    assert isinstance(events[1], RowsReady)
+    assert [(row["name"], row["papers"]) for row in events[1].rows] == [("Ada", 2), ("Bo", 1)]
+    assert len(chat_model.calls) == 1
+
+
+async def test_a_one_table_query_reading_another_tables_column_runs_joined(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [
+        QueryDraft(query="SELECT customer, SUM(amount) AS refunded FROM refunds GROUP BY customer ORDER BY customer")
+    ]
+
+    events = await ask(services, refunds, "How much was refunded to each customer?")
+
+    assert isinstance(events[0], QueryGenerated)
+    assert events[0].query == (
+        "SELECT orders.customer, SUM(refunds.amount) AS refunded FROM refunds "
+        "JOIN orders ON refunds.order_id = orders.order_id GROUP BY orders.customer ORDER BY orders.customer"
+    )
+    assert events[0].reasoning.endswith("mended: refunds has no customer: joined orders on order_id")
+    assert isinstance(events[1], RowsReady)
+    assert [(row["customer"], row["refunded"]) for row in events[1].rows] == [("Ada", 6.0), ("Bob", 2.5)]
+    assert len(chat_model.calls) == 1

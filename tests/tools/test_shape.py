@@ -115,6 +115,53 @@ async def test_an_aggregate_asked_per_a_column_is_grouped_by_it(world: World) ->
 
 
 @pytest.mark.parametrize(
+    ("query", "question", "grouped"),
+    [
+        (  # "course ID" names course_id
+            "SELECT AVG(score) AS mean FROM reviews",
+            "What is the average score for each course ID?",
+            "SELECT course_id, AVG(score) AS mean FROM reviews GROUP BY course_id",
+        ),
+        (  # "in each year" of a column named year: a row a year
+            "SELECT AVG(citations) AS mean FROM papers",
+            "What is the average number of citations in each year?",
+            "SELECT year, AVG(citations) AS mean FROM papers GROUP BY year",
+        ),
+        (  # "for each fare" of a table keyed by fare_id: a row a fare
+            "SELECT CAST(SUM(one_way) AS REAL) / SUM(round_trip) AS ratio FROM fares",
+            "What is the ratio of one-way to round-trip cost for each fare?",
+            "SELECT fare_id, CAST(SUM(one_way) AS REAL) / SUM(round_trip) AS ratio FROM fares GROUP BY fare_id",
+        ),
+        (  # "across different aircraft manufacturers": the second word is the column
+            "SELECT AVG(speed) AS mean FROM aircraft",
+            "How does the average speed vary across different aircraft manufacturers?",
+            "SELECT manufacturer, AVG(speed) AS mean FROM aircraft GROUP BY manufacturer",
+        ),
+        (  # a column named like the word after the name does not take its place
+            "SELECT COUNT(*) AS n FROM aircraft",
+            "How many aircraft for each manufacturer built after 2000?",
+            "SELECT manufacturer, COUNT(*) AS n FROM aircraft GROUP BY manufacturer",
+        ),
+        (  # two tables have course_id, and the join makes them one
+            "SELECT SUM(c.score) AS total FROM reviews AS r JOIN courses AS c ON r.course_id = c.course_id",
+            "What is the total score within each course id?",
+            "SELECT r.course_id, SUM(c.score) AS total FROM reviews AS r "
+            "JOIN courses AS c ON r.course_id = c.course_id GROUP BY r.course_id",
+        ),
+    ],
+)
+def test_the_column_asked_per_is_found_by_its_words(query: str, question: str, grouped: str) -> None:
+    columns = {
+        "reviews": ["course_id", "score"],
+        "papers": ["pid", "year", "citations"],
+        "courses": ["course_id", "score"],
+        "fares": ["fare_id", "one_way", "round_trip"],
+        "aircraft": ["aircraft_code", "manufacturer", "speed", "built"],
+    }
+    assert group_per_asked(query, question, columns).query == grouped
+
+
+@pytest.mark.parametrize(
     ("query", "question"),
     [
         ("SELECT SUM(total) FROM orders", "What was spent in total?"),  # not asked per anything
@@ -122,7 +169,9 @@ async def test_an_aggregate_asked_per_a_column_is_grouped_by_it(world: World) ->
         ("SELECT SUM(total) FROM orders", "What was spent per city?"),  # no column of the query's tables
         ("SELECT customer, SUM(total) FROM orders GROUP BY customer", "What was spent per customer?"),  # grouped
         ("SELECT customer, SUM(total) FROM orders", "What was spent for each customer?"),  # a column beside it
-        ("SELECT COUNT(*) FROM orders AS o JOIN people AS p ON p.customer = o.customer", "Orders per customer?"),
+        # both tables have `customer`, and the join does not say they are the same one
+        ("SELECT COUNT(*) FROM orders AS o JOIN people AS p ON p.city = o.note", "Orders per customer?"),
+        ("SELECT COUNT(*) AS n FROM orders", "How many orders were placed per year?"),  # no `year` column
     ],
 )
 def test_an_aggregate_not_asked_per_one_column_is_left_alone(query: str, question: str) -> None:
