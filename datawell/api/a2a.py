@@ -12,7 +12,6 @@ from typing import Any
 from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.utils.errors import ContentTypeNotSupportedError
-from pydantic import Field
 from pydantic_core import from_json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,8 +19,8 @@ from starlette.responses import JSONResponse, Response
 from datawell.agents.cards import agent_card, agent_url, card_json, card_url
 from datawell.agents.registry import AGENTS, agent_named
 from datawell.api.routing import Context, PathModel, Router
-from datawell.api.schemas import ApiModel
 from datawell.api.urls import public_base_url
+from datawell.client.models import Agent as AgentListItem
 from datawell.storage.tables import User
 
 router = Router("a2a")
@@ -37,12 +36,6 @@ RPC_MEDIA_TYPES = {
 
 class AgentPath(PathModel):
     agent: str
-
-
-class AgentListItem(ApiModel):
-    name: str
-    url: str = Field(description="The agent's JSON-RPC endpoint")
-    agent_card: str = Field(description="Address of the agent's AgentCard")
 
 
 @router.get("/a2a", list[AgentListItem], public=True, slash=True)

@@ -19,6 +19,8 @@ from starlette.responses import JSONResponse, Response
 from datawell.api.errors import error_body
 from datawell.api.routing import Context, Router, named_user
 from datawell.api.schemas import ApiModel
+from datawell.client.models import AutoRagAnswer as AutoRagResponse
+from datawell.client.models import AutoRagStep
 from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
     AnswerDelta,
@@ -91,19 +93,6 @@ class AutoRagRequest(ApiModel):
             if self.models is not None and (choice := getattr(self.models, stage)) is not None
         }
         return StageChoices.named(self.model, self.provider, per_stage)
-
-
-class AutoRagStep(ApiModel):
-    instruction: str
-    query: str
-    reasoning: str
-    data: list[dict[str, Any]] = Field(description="The step's result rows")
-
-
-class AutoRagResponse(ApiModel):
-    response: str = Field(description="The answer")
-    steps: list[AutoRagStep]
-    conversation_id: str
 
 
 @router.post(

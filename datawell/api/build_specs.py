@@ -4,8 +4,6 @@ The code payload is opaque: stored byte for byte and never interpreted."""
 from __future__ import annotations
 
 import re
-import uuid
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -14,7 +12,9 @@ from starlette.requests import Request
 
 from datawell.api.openapi import IF_MATCH_PATTERN
 from datawell.api.routing import Context, PathModel, Router, uuid_in_path
-from datawell.api.schemas import ApiModel, DatasetCoordinate
+from datawell.api.schemas import ApiModel
+from datawell.client.models import BuildSpec as BuildSpecResponse
+from datawell.client.models import BuildSpecCode, BuildSpecList, DatasetCoordinate
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.storage.access import Permission, authorize
 from datawell.storage.build_specs import create_build_spec, get_build_spec, list_build_specs, replace_build_spec
@@ -22,10 +22,6 @@ from datawell.storage.datasets import find_dataset
 from datawell.storage.tables import BuildSpec, User
 
 router = Router("build-specs")
-
-
-class BuildSpecCode(ApiModel):
-    payload: str
 
 
 class BuildSpecRequest(ApiModel):
@@ -39,32 +35,17 @@ class BuildSpecRequest(ApiModel):
         return sources, self.destination.model_dump(by_alias=True), self.code.payload
 
 
-class BuildSpecResponse(ApiModel):
-    id: uuid.UUID
-    owner: str
-    version: int
-    sources: list[DatasetCoordinate]
-    destination: DatasetCoordinate
-    code: BuildSpecCode
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, spec: BuildSpec, owner: User) -> BuildSpecResponse:
-        return cls(
-            id=uuid.UUID(spec.id),
-            owner=owner.username,
-            version=spec.version,
-            sources=[DatasetCoordinate.model_validate(s) for s in spec.sources],
-            destination=DatasetCoordinate.model_validate(spec.destination),
-            code=BuildSpecCode(payload=spec.payload),
-            created_at=spec.created_at,
-            updated_at=spec.updated_at,
-        )
-
-
-class BuildSpecList(ApiModel):
-    data: list[BuildSpecResponse]
+def build_spec_response(spec: BuildSpec, owner: User) -> BuildSpecResponse:
+    return BuildSpecResponse(
+        id=spec.id,
+        owner=owner.username,
+        version=spec.version,
+        sources=[DatasetCoordinate.model_validate(s) for s in spec.sources],
+        destination=DatasetCoordinate.model_validate(spec.destination),
+        code=BuildSpecCode(payload=spec.payload),
+        created_at=spec.created_at,
+        updated_at=spec.updated_at,
+    )
 
 
 async def check_coordinates(session: AsyncSession, user: User, body: BuildSpecRequest) -> None:
@@ -108,7 +89,7 @@ async def create(request: Request, ctx: Context, user: User, body: BuildSpecRequ
     async with ctx.services.db.session() as session:
         await check_coordinates(session, user, body)
         spec = await create_build_spec(session, user, *body.stored())
-        return BuildSpecResponse.of(spec, user)
+        return build_spec_response(spec, user)
 
 
 @router.get("/build-specs", BuildSpecList)
@@ -117,7 +98,7 @@ async def list_all(request: Request, ctx: Context, user: User) -> BuildSpecList:
 
     Lists the caller's BuildSpecs, oldest first."""
     async with ctx.services.db.session() as session:
-        return BuildSpecList(data=[BuildSpecResponse.of(s, user) for s in await list_build_specs(session, user)])
+        return BuildSpecList(data=[build_spec_response(s, user) for s in await list_build_specs(session, user)])
 
 
 @router.get("/build-specs/{buildSpecId}", BuildSpecResponse, errors=(404,), params=BuildSpecPath)
@@ -126,7 +107,7 @@ async def read(request: Request, ctx: Context, user: User, path: BuildSpecPath) 
 
     Reads one of the caller's BuildSpecs."""
     async with ctx.services.db.session() as session:
-        return BuildSpecResponse.of(await get_build_spec(session, user, path.build_spec_id), user)
+        return build_spec_response(await get_build_spec(session, user, path.build_spec_id), user)
 
 
 @router.put(
@@ -148,7 +129,7 @@ async def replace(
         spec = await get_build_spec(session, user, path.build_spec_id)
         await check_coordinates(session, user, body)
         spec = await replace_build_spec(session, spec, *body.stored(), expected)
-        return BuildSpecResponse.of(spec, user)
+        return build_spec_response(spec, user)
 
 
 @router.delete("/build-specs/{buildSpecId}", status=204, errors=(404,), params=BuildSpecPath)

@@ -4,14 +4,17 @@ schema, rename (the dataset or its namespace), delete (`datawell.lifecycle`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 
 from datawell import lifecycle
 from datawell.api.routing import Context, DatasetPath, Endpoint, NamespacePath, PathModel, Router
 from datawell.api.schemas import ApiModel
+from datawell.client.models import Dataset as DatasetResponse
+from datawell.client.models import DatasetList
+from datawell.client.models import Deleted as DeletedResponse
+from datawell.client.models import NamespaceInfo as NamespaceResponse
 from datawell.lifecycle import Stores
 from datawell.storage.access import NamespaceRef, ensure_namespace
 from datawell.storage.datasets import (
@@ -53,34 +56,18 @@ class DatasetCreateRequest(ApiModel):
     )
 
 
-class DatasetResponse(ApiModel):
-    id: str
-    owner: str
-    namespace: str
-    dataset_name: str
-    data_description: str
-    schema_definition: dict[str, str]
-    field_types: dict[str, str] = Field(description="Column types inferred at ingestion; empty until data arrives.")
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, namespace: NamespaceRef, record: Dataset | DatasetSummary) -> DatasetResponse:
-        return cls(
-            id=record.id,
-            owner=namespace.owner,
-            namespace=namespace.name,
-            dataset_name=record.name,
-            data_description=record.description,
-            schema_definition=record.schema_definition,
-            field_types=record.field_types,
-            created_at=record.created_at,
-            updated_at=record.updated_at,
-        )
-
-
-class DatasetList(ApiModel):
-    data: list[DatasetResponse]
+def dataset_response(namespace: NamespaceRef, record: Dataset | DatasetSummary) -> DatasetResponse:
+    return DatasetResponse(
+        id=record.id,
+        owner=namespace.owner,
+        namespace=namespace.name,
+        dataset_name=record.name,
+        data_description=record.description,
+        schema_definition=record.schema_definition,
+        field_types=record.field_types,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
 
 
 @router.post(
@@ -102,7 +89,7 @@ async def create(
         dataset = await create_dataset(
             session, namespace, path.dataset_name, body.data_description, body.schema_definition, user
         )
-        return DatasetResponse.of(namespace, dataset.record)
+        return dataset_response(namespace, dataset.record)
 
 
 @router.get("/datasets/{username}/{namespace}", DatasetList, errors=(403, 404), params=NamespacePath)
@@ -112,7 +99,7 @@ async def list_namespace(request: Request, ctx: Context, user: User, path: Names
     Lists the datasets of a namespace the caller owns or holds a grant on."""
     # The hot read: access and data in one round trip (docs/decisions.md, "API read speed").
     namespace, datasets = await readable_datasets(ctx.services.db.direct, user, path.username, path.namespace)
-    return DatasetList(data=[DatasetResponse.of(namespace, d) for d in datasets])
+    return DatasetList(data=[dataset_response(namespace, d) for d in datasets])
 
 
 @router.get("/datasets/{username}/{namespace}/{datasetName}", DatasetResponse, errors=(403, 404), params=DatasetPath)
@@ -123,7 +110,7 @@ async def read(request: Request, ctx: Context, user: User, path: DatasetPath) ->
     namespace, dataset = await readable_dataset(
         ctx.services.db.direct, user, path.username, path.namespace, path.dataset_name
     )
-    return DatasetResponse.of(namespace, dataset)
+    return dataset_response(namespace, dataset)
 
 
 class DefinitionUpdate(ApiModel):
@@ -147,21 +134,6 @@ class DefinitionQuery(ApiModel):
 class RenameRequest(ApiModel):
     # Checked by the rename, which says what a name may hold.
     name: str = Field(description="The new name.", json_schema_extra={"pattern": NAME_PATTERN.pattern})
-
-
-class NamespaceResponse(ApiModel):
-    owner: str
-    name: str
-
-
-class DeletedResponse(ApiModel):
-    rows_deleted: int
-    vectors_deleted: int
-    links_deleted: int
-    uploads_deleted: int
-    objects_deleted: int
-    examples_deleted: int = Field(description="Verified examples whose query named the dataset.")
-    ingestions_ended: int = Field(description="Queued or running attempts stopped.")
 
 
 def stores(ctx: Context) -> Stores:
@@ -194,10 +166,10 @@ async def update_definition(
         body.schema_definition,
         force=query.force,
     )
-    return DatasetResponse.of(dataset.namespace, dataset.record)
+    return dataset_response(dataset.namespace, dataset.record)
 
 
-def renames(path: str, response: type[ApiModel], params: type[PathModel]) -> Callable[[Endpoint], Endpoint]:
+def renames(path: str, response: type[BaseModel], params: type[PathModel]) -> Callable[[Endpoint], Endpoint]:
     """A rename's route: the new name as JSON `{"name": ...}` or text/plain (the DataLinks SDK's),
     access checked by `lifecycle` (403, 404), 409 when the name is taken."""
     return router.post(path, response, body=RenameRequest, text_field="name", errors=(403, 404, 409), params=params)
@@ -210,7 +182,7 @@ async def rename(request: Request, ctx: Context, user: User, body: RenameRequest
     Renames the dataset (JSON `{"name": ...}`, or the new name as text/plain); its links and
     the verified examples naming it follow. 409 when the namespace has a dataset of that name."""
     dataset = await lifecycle.rename_dataset(stores(ctx), user, *_coordinate(user, path), body.name)
-    return DatasetResponse.of(dataset.namespace, dataset.record)
+    return dataset_response(dataset.namespace, dataset.record)
 
 
 @renames("/data/{username}/{namespace}/rename", NamespaceResponse, NamespacePath)

@@ -6,8 +6,6 @@ caller before it is stored."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -22,6 +20,9 @@ from datawell.api.routing import (
     uuid_in_path,
 )
 from datawell.api.schemas import ApiModel, WholeNumber
+from datawell.client.models import Example as ExampleResponse
+from datawell.client.models import ExampleList
+from datawell.client.models import Mark as MarkResponse
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.graphs.memory import finished_turn
 from datawell.services import Services
@@ -54,38 +55,19 @@ class ExampleCreateRequest(ApiModel):
     )
 
 
-class ExampleResponse(ApiModel):
-    id: uuid.UUID
-    owner: str = Field(description="Owner username of the namespace")
-    namespace: str
-    question: str
-    query: str
-    source: Literal["manual", "conversation"] = Field(
-        description="`manual`: added by hand; `conversation`: a conversation step marked good"
+def example_response(example: VerifiedExample, namespace: NamespaceRef, created_by: str) -> ExampleResponse:
+    return ExampleResponse(
+        id=example.id,
+        owner=namespace.owner,
+        namespace=namespace.name,
+        question=example.question,
+        query=example.query,
+        source=Source(example.source).value,
+        conversation_id=example.conversation_id,
+        step=example.step,
+        created_by=created_by,
+        created_at=example.created_at,
     )
-    conversation_id: str | None = Field(description="The conversation of a marked step")
-    step: int | None = Field(description="The marked step's index (1-based) in its turn")
-    created_by: str = Field(description="Username of the user who added or marked it")
-    created_at: datetime
-
-    @classmethod
-    def of(cls, example: VerifiedExample, namespace: NamespaceRef, created_by: str) -> ExampleResponse:
-        return cls(
-            id=uuid.UUID(example.id),
-            owner=namespace.owner,
-            namespace=namespace.name,
-            question=example.question,
-            query=example.query,
-            source=Source(example.source).value,
-            conversation_id=example.conversation_id,
-            step=example.step,
-            created_by=created_by,
-            created_at=example.created_at,
-        )
-
-
-class ExampleList(ApiModel):
-    data: list[ExampleResponse] = Field(description="Newest first (at most 1000)")
 
 
 class MarkRequest(ApiModel):
@@ -104,14 +86,6 @@ class MarkRequest(ApiModel):
         description="The question to store the query under; default: the turn's question when the "
         "turn had one step, else the step's instruction",
     )
-
-
-class MarkResponse(ApiModel):
-    verdict: Literal["good", "bad"]
-    question: str
-    query: str
-    example: ExampleResponse | None = Field(description="The verified example (good); null for bad")
-    removed: int = Field(description="Examples removed (bad)")
 
 
 class ExamplePath(NamespacePath):
@@ -133,7 +107,7 @@ async def add(
     await services.query_tools.check(user, namespace, body.query)
     async with services.db.session() as session:
         example = await add_example(session, namespace, user, body.question, body.query)
-        return ExampleResponse.of(example, namespace, user.username)
+        return example_response(example, namespace, user.username)
 
 
 @router.get(NAMESPACE_PATH, ExampleList, resolve=READABLE_NAMESPACE)
@@ -144,7 +118,7 @@ async def list_all(request: Request, ctx: Context, user: User, namespace: Namesp
     async with ctx.services.db.read() as session:
         examples = await list_examples(session, namespace)
         names = await usernames(session, {e.created_by for e in examples})
-    return ExampleList(data=[ExampleResponse.of(e, namespace, names.get(e.created_by, "")) for e in examples])
+    return ExampleList(data=[example_response(e, namespace, names.get(e.created_by, "")) for e in examples])
 
 
 @router.post("/examples/marks", MarkResponse, body=MarkRequest, errors=(403, 404, 409))
@@ -184,7 +158,7 @@ async def mark(request: Request, ctx: Context, user: User, body: MarkRequest) ->
                 step=body.step,
             )
         names = await usernames(session, {example.created_by})
-        stored = ExampleResponse.of(example, namespace, names.get(example.created_by, ""))
+        stored = example_response(example, namespace, names.get(example.created_by, ""))
     return MarkResponse(verdict="good", question=question, query=query, example=stored, removed=0)
 
 

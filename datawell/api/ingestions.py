@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from pydantic import Field, field_validator
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +20,9 @@ from datawell.api.routing import (
     uuid_in_path,
 )
 from datawell.api.schemas import ApiModel
+from datawell.client.models import AttemptList, AttemptsMetadata, IngestionAttempt, IngestionAttributes, IngestionDetail
+from datawell.client.models import Cleared as ClearResponse
+from datawell.client.models import Retried as RetryResponse
 from datawell.errors import NotFound
 from datawell.ingest.worker import queue_work
 from datawell.ontology.links import remove_dataset_links
@@ -32,64 +34,25 @@ from datawell.storage.vectors import FIELDS, ROWS
 
 router = Router("ingestions")
 
-Status = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
 CURSOR_STEP = timedelta(microseconds=1)
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
-class IngestionAttributes(ApiModel):
-    name: str = Field(description="Name of the uploaded file.")
-    seen_at: datetime = Field(description="When the file was received (a retry keeps its original's).")
-    original_ingestion_id: uuid.UUID | None = Field(description="The ingestion this one was retried from.")
-    last_retry_at: datetime | None = Field(description="When this ingestion was last retried, or created by a retry.")
-
-
-class IngestionAttempt(ApiModel):
-    id: uuid.UUID
-    status: Status
-    expected_total_bytes: int
-    status_message: str
-    processed_bytes: int
-    processed_rows: int
-    attributes: IngestionAttributes
-
-    @classmethod
-    def of(cls, ingestion: Ingestion) -> IngestionAttempt:
-        return cls(
-            id=uuid.UUID(ingestion.id),
-            status=ingestion.status,  # type: ignore[arg-type]
-            expected_total_bytes=ingestion.expected_total_bytes,
-            status_message=ingestion.status_message,
-            processed_bytes=ingestion.processed_bytes,
-            processed_rows=ingestion.processed_rows,
-            attributes=IngestionAttributes(
-                name=ingestion.name,
-                seen_at=ingestion.seen_at,
-                original_ingestion_id=uuid.UUID(ingestion.original_ingestion_id)
-                if ingestion.original_ingestion_id
-                else None,
-                last_retry_at=ingestion.last_retry_at,
-            ),
-        )
-
-
-class IngestionDetail(IngestionAttempt):
-    mapping: dict[str, Any] = Field(
-        description="How the file was structured: for tables, which column fills each field and whether the model "
-        "or name similarity chose it; for documents, how many passages and records the model extracted."
+def attempt_response(ingestion: Ingestion) -> IngestionAttempt:
+    return IngestionAttempt(
+        id=ingestion.id,
+        status=ingestion.status,  # type: ignore[arg-type]
+        expected_total_bytes=ingestion.expected_total_bytes,
+        status_message=ingestion.status_message,
+        processed_bytes=ingestion.processed_bytes,
+        processed_rows=ingestion.processed_rows,
+        attributes=IngestionAttributes(
+            name=ingestion.name,
+            seen_at=ingestion.seen_at,
+            original_ingestion_id=ingestion.original_ingestion_id,
+            last_retry_at=ingestion.last_retry_at,
+        ),
     )
-
-
-class AttemptsMetadata(ApiModel):
-    page_size: int
-    before_created_at: datetime | None = Field(
-        description="Pass as beforeCreatedAt to get the next page; null when there are no older attempts."
-    )
-
-
-class AttemptList(ApiModel):
-    data: list[IngestionAttempt]
-    metadata: AttemptsMetadata
 
 
 class AttemptsQuery(ApiModel):
@@ -112,17 +75,6 @@ class AttemptsQuery(ApiModel):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class RetryResponse(ApiModel):
-    id: uuid.UUID = Field(description="The new ingestion, queued for the background worker.")
-
-
-class ClearResponse(ApiModel):
-    rows_deleted: int
-    vectors_deleted: int
-    links_deleted: int
-    ingestions_cancelled: int = Field(description="Queued or running ingestions of the dataset that were stopped.")
 
 
 class IngestionPath(PathModel):
@@ -184,7 +136,7 @@ async def list_attempts(
         items = await ingestions.list_attempts(session, dataset.record.id, query.before_created_at, query.page_size + 1)
     shown, cursor = page(items, query.page_size)
     return AttemptList(
-        data=[IngestionAttempt.of(i) for i in shown],
+        data=[attempt_response(i) for i in shown],
         metadata=AttemptsMetadata(page_size=query.page_size, before_created_at=cursor),
     )
 
@@ -194,7 +146,7 @@ async def read_attempt(request: Request, ctx: Context, user: User, ingestion: In
     """Read one ingestion attempt
 
     Reads one attempt, with the mapping from the file's columns to the dataset's fields."""
-    return IngestionDetail(**IngestionAttempt.of(ingestion).model_dump(), mapping=ingestion.mapping)
+    return IngestionDetail(**attempt_response(ingestion).model_dump(), mapping=ingestion.mapping)
 
 
 @router.post(
@@ -212,7 +164,7 @@ async def retry(request: Request, ctx: Context, user: User, ingestion: Ingestion
         return await ingestions.retry(session, ingestion, user)
 
     attempt = await queue_work(ctx.services, retried)
-    return RetryResponse(id=uuid.UUID(attempt.id))
+    return RetryResponse(id=attempt.id)
 
 
 @router.post("/ingestionTracking/{ingestionId}/cancel", IngestionAttempt, errors=(409,), resolve=WRITABLE_INGESTION)
@@ -226,7 +178,7 @@ async def cancel(request: Request, ctx: Context, user: User, ingestion: Ingestio
         session.add(ingestion)
         await ingestions.cancel(session, ingestion, f"cancelled by {user.username}")
         await session.refresh(ingestion)
-        return IngestionAttempt.of(ingestion)
+        return attempt_response(ingestion)
 
 
 @router.post("/data/{username}/{namespace}/{datasetName}/clear", ClearResponse, resolve=WRITABLE_DATASET)

@@ -5,7 +5,6 @@ A namespace in a request is either the caller's own (`shop`) or `owner/namespace
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -24,6 +23,9 @@ from datawell.api.routing import (
     uuid_in_path,
 )
 from datawell.api.schemas import ApiModel
+from datawell.client.models import CuratedLink, LinkList
+from datawell.client.models import Curation as CurateLinksResponse
+from datawell.client.models import Link as LinkResponse
 from datawell.errors import NotFound
 from datawell.llm.models import StageChoices
 from datawell.ontology.links import delete_link, get_link, list_links, set_status
@@ -55,38 +57,6 @@ class CurateLinksRequest(ApiModel):
         description="When true, curated links are activated (added to the ontology); when false, the links are "
         "only returned (and kept as suggestions, which do not feed the planners).",
     )
-
-
-class CuratedLink(ApiModel):
-    origin: str = Field(description="`namespace/dataset.field` (a GeoMatch names `lat,lon`)")
-    destination: str
-    hits: int = Field(description="Distinct values the two fields share (points nearby for a GeoMatch)")
-    match_type: str = Field(description="ExactMatch, NormalizedMatch, FuzzyMatch, SemanticMatch or GeoMatch")
-
-
-class CurateLinksResponse(ApiModel):
-    datasets_processed: int = Field(description="Number of datasets processed")
-    total_selected: int = Field(description="Total links selected by the curator agent")
-    curated_links: list[CuratedLink] | None = Field(None, description="Only present when `activate` is false")
-
-
-class LinkResponse(ApiModel):
-    id: str
-    origin: str
-    destination: str
-    hits: int
-    match_type: str
-    score: float
-    status: str
-    reason: str
-    curated_by: str | None = Field(description="Username of the user whose request curated the link")
-    model: str
-    created_at: datetime
-    updated_at: datetime
-
-
-class LinkList(ApiModel):
-    data: list[LinkResponse]
 
 
 class LinkQuery(ApiModel):

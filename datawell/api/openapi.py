@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter
@@ -59,6 +60,7 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
     )
     _no_nul([op.get("requestBody", {}) for ops in paths.values() for op in ops.values()])
     schemas[JSON_VALUE] = JSON_VALUE_SCHEMA
+    _named_by_title(schemas, paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Datawell", "version": __version__, "description": "An open data platform for agents."},
@@ -123,6 +125,29 @@ def _no_nul(node: Any) -> None:
             for name, sub in (item.get("properties") or {}).items():
                 if _free_form(sub):
                     item["properties"][name] = {**sub, **JSON_VALUE_REF}
+            stack.extend(item.values())
+
+
+def _named_by_title(schemas: dict[str, Any], paths: dict[str, Any]) -> None:
+    """A schema is named by its title where the two differ: a wire model keeps its client
+    name in Python (`Dataset`) and its document name (`DatasetResponse`) as its title."""
+    titles = Counter(schema.get("title") for schema in schemas.values())
+    renamed = {
+        name: schema["title"]
+        for name, schema in schemas.items()
+        if schema.get("title", name) != name and titles[schema["title"]] == 1 and schema["title"] not in schemas
+    }
+    for old, new in renamed.items():
+        schemas[new] = schemas.pop(old)
+    refs = {REF.format(model=old): REF.format(model=new) for old, new in renamed.items()}
+    stack: list[Any] = [schemas, paths]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            if item.get("$ref") in refs:
+                item["$ref"] = refs[item["$ref"]]
             stack.extend(item.values())
 
 

@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from datawell.agents.server import AgentServer
 from datawell.api.errors import validation_error
+from datawell.client.models import Model as WireModel
 from datawell.errors import InvalidInput, SubError, UnsupportedMediaType
 from datawell.mcp.server import McpServer
 from datawell.runs import Runs
@@ -371,7 +372,8 @@ def _handler(op: Operation) -> Callable[[Request], Awaitable[Response]]:
 async def parse_body(request: Request, model: type[M], *, text_field: str | None = None) -> M:
     """The body validated strictly as JSON (`true` is no integer, `"3"` no number) by
     pydantic's parser, whose nesting limit turns a body nested thousands deep into a 422;
-    with `text_field`, a text/plain body is that field's value."""
+    with `text_field`, a text/plain body is that field's value. A body model that forbids
+    unknown fields forbids them in the wire models it nests too (`forbid_undeclared`)."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if text_field is not None and media_type == "text/plain":
         try:
@@ -379,7 +381,7 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
         except UnicodeDecodeError:
             raise InvalidInput("the body is not UTF-8 text") from None
         try:
-            return model.model_validate({text_field: text.strip()})
+            return forbid_undeclared(model.model_validate({text_field: text.strip()}))
         except ValidationError as exc:
             raise validation_error(exc) from None
     if media_type != "application/json":
@@ -389,7 +391,7 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
         with suppress(ValueError):  # not JSON: the validation below says so
             refuse_nul({"body": from_json(raw)}, "")
     try:
-        return model.model_validate_json(raw or b"null", strict=True)
+        return forbid_undeclared(model.model_validate_json(raw or b"null", strict=True))
     except ValidationError as exc:
         invalid = [e["msg"] for e in exc.errors(include_url=False) if e["type"] == "json_invalid"]
         if invalid:
@@ -397,6 +399,27 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
                 "the body is not valid JSON", sub_errors=[SubError("invalid_json", invalid[0])]
             ) from None
         raise validation_error(exc) from None
+
+
+def forbid_undeclared(body: M) -> M:
+    """422 naming a field that a wire model nested in a forbidding body kept: the client's
+    models (`datawell.client.models`) keep unknown fields (`extra="allow"`), and a request
+    takes none (docs/decisions.md, "One source for wire models"). A server model that allows
+    them on purpose (the DataLinks SDK's `InferStep`) keeps them."""
+    if body.model_config.get("extra") != "forbid":
+        return body
+    stack: list[tuple[str, Any]] = [("", body)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            stack.extend((f"{path}.{index}", item) for index, item in enumerate(value))
+        elif isinstance(value, BaseModel):
+            if isinstance(value, WireModel) and value.model_extra:
+                text = f"{path}.{next(iter(value.model_extra))}".lstrip(".") + ": Extra inputs are not permitted"
+                raise InvalidInput("the request is invalid", sub_errors=[SubError("extra_forbidden", text)])
+            for name, declared in type(value).model_fields.items():
+                stack.append((f"{path}.{declared.alias or name}", getattr(value, name)))
+    return body
 
 
 def refuse_nul(values: Any, path: str) -> None:

@@ -4,7 +4,7 @@ needs: read access to the namespace."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 from starlette.requests import Request
@@ -12,6 +12,8 @@ from starlette.responses import Response, StreamingResponse
 
 from datawell.api.routing import Context, DatasetPath, Router
 from datawell.api.schemas import ApiModel
+from datawell.client.models import RowsMetadata
+from datawell.client.models import RowsPage as RowsPageResponse
 from datawell.errors import InvalidInput, SubError
 from datawell.storage.datasets import readable_dataset
 from datawell.storage.export import MEDIA_TYPES, Format
@@ -50,17 +52,6 @@ class RowsQuery(ApiModel):
         description="`json` (a page), or the whole result as a file: `jsonl`, `csv`, `parquet`. "
         "Overrides the Accept header.",
     )
-
-
-class RowsMetadata(ApiModel):
-    columns: list[str]
-    count: int = Field(description="Rows on this page.")
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
-
-
-class RowsPageResponse(ApiModel):
-    data: list[dict[str, Any]] = Field(description="The rows: the chosen fields, and `__id`, the row's id.")
-    metadata: RowsMetadata
 
 
 def chosen_format(request: Request, query: RowsQuery) -> str:

@@ -5,15 +5,14 @@ gets 404, as for a run that does not exist. Prompts and replies are shown to the
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 
 from datawell.api.routing import Context, PathModel, Resolver, Router, uuid_in_path
+from datawell.client.models import RunList, RunRecord, RunSummary
 from datawell.errors import NotFound
-from datawell.observability.records import RunRecord, Wire
 from datawell.storage import run_records
 from datawell.storage.tables import RunRow, User
 
@@ -28,38 +27,21 @@ class RunsQuery(BaseModel):
     limit: int = Field(50, ge=1, le=500)
 
 
-class RunSummary(Wire):
-    id: str
-    graph: str
-    username: str
-    namespace: str
-    question: str
-    started_at: datetime
-    seconds: float
-    outcome: str
-    prompt_tokens: int
-    output_tokens: int
-
-    @classmethod
-    def of(cls, row: RunRow) -> RunSummary:
-        record = RunRecord.model_validate(row.record)
-        tokens = record.tokens()
-        return cls(
-            id=row.id,
-            graph=row.graph,
-            username=record.username,
-            namespace=record.namespace,
-            question=row.question,
-            started_at=row.started_at,
-            seconds=row.seconds,
-            outcome=row.outcome,
-            prompt_tokens=tokens["prompt"],
-            output_tokens=tokens["output"],
-        )
-
-
-class RunList(BaseModel):
-    data: list[RunSummary]
+def run_summary(row: RunRow) -> RunSummary:
+    record = RunRecord.model_validate(row.record, extra="ignore")
+    tokens = record.tokens()
+    return RunSummary(
+        id=row.id,
+        graph=row.graph,
+        username=record.username,
+        namespace=record.namespace,
+        question=row.question,
+        started_at=row.started_at,
+        seconds=row.seconds,
+        outcome=row.outcome,
+        prompt_tokens=tokens["prompt"],
+        output_tokens=tokens["output"],
+    )
 
 
 class RunPath(PathModel):
@@ -72,7 +54,7 @@ async def visible_run(ctx: Context, user: User, path: RunPath) -> RunRecord:
         view = await run_records.get(session, user, path.run_id)
     if view is None:
         raise NotFound(f"run {path.run_id} does not exist")
-    record = RunRecord.model_validate(view.row.record)
+    record = RunRecord.model_validate(view.row.record, extra="ignore")
     return record if view.full else record.without_prompts()
 
 
@@ -105,4 +87,4 @@ async def list_runs(request: Request, ctx: Context, user: User, query: RunsQuery
             order=query.order,
             limit=query.limit,
         )
-    return RunList(data=[RunSummary.of(row) for row in rows])
+    return RunList(data=[run_summary(row) for row in rows])

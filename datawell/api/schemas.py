@@ -26,15 +26,6 @@ class ErrorResponse(BaseModel):
     sub_errors: list[SubErrorBody] = Field(default_factory=list)
 
 
-class DatasetCoordinate(ApiModel):
-    owner: str = Field(min_length=1)
-    namespace: str = Field(min_length=1)
-    dataset_name: str = Field(min_length=1)
-
-    def __str__(self) -> str:
-        return f"{self.owner}/{self.namespace}/{self.dataset_name}"
-
-
 def _whole(value: Any) -> Any:
     """JSON Schema counts 3.0 as an integer; bodies are validated strictly (no `true` for a
     number), so a whole float is taken as the integer it is."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
 from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -10,14 +9,9 @@ from starlette.responses import JSONResponse
 from datawell import __version__
 from datawell.api.routing import Context, Router
 from datawell.api.urls import public_base_url
+from datawell.client.models import Health
 
 router = Router("system")
-
-
-class Health(BaseModel):
-    status: str
-    version: str
-    database: str
 
 
 @router.get("/health", Health, public=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -17,6 +17,10 @@ from starlette.responses import JSONResponse, Response
 from datawell.api.routing import WRITABLE_DATASET, Context, Endpoint, Router
 from datawell.api.schemas import ApiModel, WholeNumber
 from datawell.api.urls import absolute
+from datawell.client.models import AbortedUpload as AbortResponse
+from datawell.client.models import CompletedUpload as CompleteResponse
+from datawell.client.models import PartReceipt, PresignedPart
+from datawell.client.models import PreparedUpload as PrepareResponse
 from datawell.errors import InvalidInput, NotFound, SubError
 from datawell.ingest.worker import queue_work
 from datawell.services import PART_PATH, Services
@@ -57,28 +61,9 @@ class PrepareRequest(ApiModel):
     )
 
 
-class PresignedPart(ApiModel):
-    url: str = Field(description="PUT the part's bytes here; part number and upload id are in the query.")
-    size: int = Field(description="Exact size of this part in bytes.")
-
-
-class PrepareResponse(ApiModel):
-    upload_id: str = Field(description="Identifier of the multipart upload session.")
-    key: str = Field(description="Generated object key in object storage.")
-    part_size: int = Field(description="Size of each part in bytes (the last part holds the rest).")
-    presigned_urls: list[PresignedPart] = Field(description="One URL per part, part 1 first; 1 to 10000 of them.")
-    expires_at: datetime = Field(description="When the part URLs stop working.")
-
-
 class AbortRequest(ApiModel):
     upload_id: str = Field(min_length=1)
     key: str = Field(min_length=1)
-
-
-class AbortResponse(ApiModel):
-    upload_id: str
-    key: str
-    status: str = Field(description="ABORTED")
 
 
 class CompletedPart(ApiModel):
@@ -94,13 +79,6 @@ class CompleteRequest(ApiModel):
     )
 
 
-class CompleteResponse(ApiModel):
-    id: str = Field(description="Identifier of the ingestion attempt created for the uploaded file.")
-    upload_id: str
-    key: str
-    status: str = Field(description="Status of the new ingestion attempt: QUEUED.")
-
-
 class PartQuery(BaseModel):
     """The query of a part URL, exactly as prepare returned it (checked by signature, so
     nothing is validated here: a tampered URL is refused as forged)."""
@@ -113,12 +91,6 @@ class PartQuery(BaseModel):
     size: str = ""
     expires: str = Field("", description="Unix time after which the URL is refused.")
     signature: str = Field("", description="HMAC-SHA256 over method, key, uploadId, partNumber, size and expiry.")
-
-
-class PartReceipt(ApiModel):
-    part_number: int
-    size: int
-    etag: str
 
 
 @router.post(MULTIPART_PATH + "/prepare", PrepareResponse, body=PrepareRequest, resolve=WRITABLE_DATASET)
@@ -170,7 +142,7 @@ async def abort(request: Request, ctx: Context, user: User, body: AbortRequest, 
     return AbortResponse(upload_id=upload.id, key=upload.key, status=UploadStatus.ABORTED.value)
 
 
-def completes(on: Router, path: str, response: type[ApiModel], body: type[ApiModel]) -> Callable[[Endpoint], Endpoint]:
+def completes(on: Router, path: str, response: type[BaseModel], body: type[ApiModel]) -> Callable[[Endpoint], Endpoint]:
     """A route completing a multipart upload of the dataset (`complete_upload`, which needs write
     access): 202 with the queued ingestion, 409 when the upload is not open. Also the DataLinks
     SDK's `/finish`."""

@@ -1,27 +1,43 @@
-"""Typed results of the REST operations (SPEC.md), written for the client: they mirror the
-service's JSON, never its code, and keep fields a newer service adds (`extra="allow"`)."""
+"""The REST operations' answers (SPEC.md), declared once: the service serves these models and
+the client reads into them, so the two cannot drift (docs/decisions.md, "One source for wire
+models"). A client keeps the fields a newer service adds (`extra="allow"`); the service emits
+only declared fields: it builds answers field by field and reads stored records with
+`extra="ignore"`, and the document it publishes says `additionalProperties: false`. A schema's
+`title` is its name in the OpenAPI document where that differs from the class's.
+
+Request bodies are the service's own (`datawell.api`, `extra="forbid"`); the few request parts
+the client builds (`DatasetCoordinate`, `CompletedPart`, `StageModel`) are checked against the
+document by tests/client/test_models_drift.py."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+# An id the service hands out: a UUID, read and sent back as the text it came as.
+Uuid = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
+
 
 class Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        json_schema_extra={"additionalProperties": False},
+    )
 
 
-class Dataset(Model):
+class Dataset(Model, title="DatasetResponse"):
     id: str
     owner: str
     namespace: str
     dataset_name: str
     data_description: str
     schema_definition: dict[str, str]
-    field_types: dict[str, str]
+    field_types: dict[str, str] = Field(description="Column types inferred at ingestion; empty until data arrives.")
     created_at: datetime
     updated_at: datetime
 
@@ -31,17 +47,20 @@ class DatasetList(Model):
 
 
 class DatasetCoordinate(Model):
-    owner: str
-    namespace: str
-    dataset_name: str
+    owner: str = Field(min_length=1)
+    namespace: str = Field(min_length=1)
+    dataset_name: str = Field(min_length=1)
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.namespace}/{self.dataset_name}"
 
 
 class BuildSpecCode(Model):
     payload: str
 
 
-class BuildSpec(Model):
-    id: str
+class BuildSpec(Model, title="BuildSpecResponse"):
+    id: Uuid
     owner: str
     version: int
     sources: list[DatasetCoordinate]
@@ -56,16 +75,16 @@ class BuildSpecList(Model):
 
 
 class PresignedPart(Model):
-    url: str
-    size: int
+    url: str = Field(description="PUT the part's bytes here; part number and upload id are in the query.")
+    size: int = Field(description="Exact size of this part in bytes.")
 
 
-class PreparedUpload(Model):
-    upload_id: str
-    key: str
-    part_size: int
-    presigned_urls: list[PresignedPart]
-    expires_at: datetime
+class PreparedUpload(Model, title="PrepareResponse"):
+    upload_id: str = Field(description="Identifier of the multipart upload session.")
+    key: str = Field(description="Generated object key in object storage.")
+    part_size: int = Field(description="Size of each part in bytes (the last part holds the rest).")
+    presigned_urls: list[PresignedPart] = Field(description="One URL per part, part 1 first; 1 to 10000 of them.")
+    expires_at: datetime = Field(description="When the part URLs stop working.")
 
 
 class PartReceipt(Model):
@@ -79,17 +98,17 @@ class CompletedPart(Model):
     etag: str
 
 
-class CompletedUpload(Model):
-    id: str = Field(description="The ingestion attempt queued for the uploaded file.")
+class CompletedUpload(Model, title="CompleteResponse"):
+    id: str = Field(description="Identifier of the ingestion attempt created for the uploaded file.")
     upload_id: str
     key: str
-    status: str
+    status: str = Field(description="Status of the new ingestion attempt: QUEUED.")
 
 
-class AbortedUpload(Model):
+class AbortedUpload(Model, title="AbortResponse"):
     upload_id: str
     key: str
-    status: str
+    status: str = Field(description="ABORTED")
 
 
 IngestionStatus = Literal["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
@@ -97,14 +116,14 @@ FINISHED: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 
 class IngestionAttributes(Model):
-    name: str
-    seen_at: datetime
-    original_ingestion_id: str | None
-    last_retry_at: datetime | None
+    name: str = Field(description="Name of the uploaded file.")
+    seen_at: datetime = Field(description="When the file was received (a retry keeps its original's).")
+    original_ingestion_id: Uuid | None = Field(description="The ingestion this one was retried from.")
+    last_retry_at: datetime | None = Field(description="When this ingestion was last retried, or created by a retry.")
 
 
 class IngestionAttempt(Model):
-    id: str
+    id: Uuid
     status: IngestionStatus
     expected_total_bytes: int
     status_message: str
@@ -118,14 +137,17 @@ class IngestionAttempt(Model):
 
 
 class IngestionDetail(IngestionAttempt):
-    """An attempt read one by one: with the mapping the ingestion chose."""
-
-    mapping: dict[str, Any]
+    mapping: dict[str, Any] = Field(
+        description="How the file was structured: for tables, which column fills each field and whether the model "
+        "or name similarity chose it; for documents, how many passages and records the model extracted."
+    )
 
 
 class AttemptsMetadata(Model):
     page_size: int
-    before_created_at: datetime | None
+    before_created_at: datetime | None = Field(
+        description="Pass as beforeCreatedAt to get the next page; null when there are no older attempts."
+    )
 
 
 class AttemptList(Model):
@@ -133,41 +155,39 @@ class AttemptList(Model):
     metadata: AttemptsMetadata
 
 
-class Retried(Model):
-    id: str
+class Retried(Model, title="RetryResponse"):
+    id: Uuid = Field(description="The new ingestion, queued for the background worker.")
 
 
-class Cleared(Model):
+class Cleared(Model, title="ClearResponse"):
     rows_deleted: int
     vectors_deleted: int
     links_deleted: int
-    ingestions_cancelled: int
+    ingestions_cancelled: int = Field(description="Queued or running ingestions of the dataset that were stopped.")
 
 
 class RowsMetadata(Model):
     columns: list[str]
-    count: int
-    next_cursor: str | None
+    count: int = Field(description="Rows on this page.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
-class RowsPage(Model):
-    """A page of a dataset's rows; each row holds the chosen fields and `__id`."""
-
-    data: list[dict[str, Any]]
+class RowsPage(Model, title="RowsPageResponse"):
+    data: list[dict[str, Any]] = Field(description="The rows: the chosen fields, and `__id`, the row's id.")
     metadata: RowsMetadata
 
 
-class Deleted(Model):
+class Deleted(Model, title="DeletedResponse"):
     rows_deleted: int
     vectors_deleted: int
     links_deleted: int
     uploads_deleted: int
     objects_deleted: int
-    examples_deleted: int
-    ingestions_ended: int
+    examples_deleted: int = Field(description="Verified examples whose query named the dataset.")
+    ingestions_ended: int = Field(description="Queued or running attempts stopped.")
 
 
-class NamespaceInfo(Model):
+class NamespaceInfo(Model, title="NamespaceResponse"):
     owner: str
     name: str
 
@@ -181,11 +201,11 @@ class AutoRagStep(Model):
     instruction: str
     query: str
     reasoning: str
-    data: list[dict[str, Any]]
+    data: list[dict[str, Any]] = Field(description="The step's result rows")
 
 
-class AutoRagAnswer(Model):
-    response: str
+class AutoRagAnswer(Model, title="AutoRagResponse"):
+    response: str = Field(description="The answer")
     steps: list[AutoRagStep]
     conversation_id: str
 
@@ -199,19 +219,19 @@ class RunEvent(Model):
 
 
 class CuratedLink(Model):
-    origin: str
+    origin: str = Field(description="`namespace/dataset.field` (a GeoMatch names `lat,lon`)")
     destination: str
-    hits: int
-    match_type: str
+    hits: int = Field(description="Distinct values the two fields share (points nearby for a GeoMatch)")
+    match_type: str = Field(description="ExactMatch, NormalizedMatch, FuzzyMatch, SemanticMatch or GeoMatch")
 
 
-class Curation(Model):
-    datasets_processed: int
-    total_selected: int
-    curated_links: list[CuratedLink] | None = None
+class Curation(Model, title="CurateLinksResponse"):
+    datasets_processed: int = Field(description="Number of datasets processed")
+    total_selected: int = Field(description="Total links selected by the curator agent")
+    curated_links: list[CuratedLink] | None = Field(None, description="Only present when `activate` is false")
 
 
-class Link(Model):
+class Link(Model, title="LinkResponse"):
     id: str
     origin: str
     destination: str
@@ -220,7 +240,7 @@ class Link(Model):
     score: float
     status: str
     reason: str
-    curated_by: str | None
+    curated_by: str | None = Field(description="Username of the user whose request curated the link")
     model: str
     created_at: datetime
     updated_at: datetime
@@ -230,37 +250,37 @@ class LinkList(Model):
     data: list[Link]
 
 
-class Example(Model):
-    """A verified question and the query that answers it."""
-
-    id: str
-    owner: str
+class Example(Model, title="ExampleResponse"):
+    id: Uuid
+    owner: str = Field(description="Owner username of the namespace")
     namespace: str
     question: str
     query: str
-    source: Literal["manual", "conversation"]
-    conversation_id: str | None
-    step: int | None
-    created_by: str
+    source: Literal["manual", "conversation"] = Field(
+        description="`manual`: added by hand; `conversation`: a conversation step marked good"
+    )
+    conversation_id: str | None = Field(description="The conversation of a marked step")
+    step: int | None = Field(description="The marked step's index (1-based) in its turn")
+    created_by: str = Field(description="Username of the user who added or marked it")
     created_at: datetime
 
 
 class ExampleList(Model):
-    data: list[Example]
+    data: list[Example] = Field(description="Newest first (at most 1000)")
 
 
-class Mark(Model):
+class Mark(Model, title="MarkResponse"):
     verdict: Literal["good", "bad"]
     question: str
     query: str
-    example: Example | None
-    removed: int
+    example: Example | None = Field(description="The verified example (good); null for bad")
+    removed: int = Field(description="Examples removed (bad)")
 
 
-class Agent(Model):
+class Agent(Model, title="AgentListItem"):
     name: str
-    url: str
-    agent_card: str
+    url: str = Field(description="The agent's JSON-RPC endpoint")
+    agent_card: str = Field(description="Address of the agent's AgentCard")
 
 
 class Health(Model):
@@ -332,7 +352,7 @@ class ModelCallRecord(Model):
 
 
 class QueryRecord(Model):
-    """A query that ran: its text and how many rows came back, never the rows."""
+    """A query-language execution: the text and how many rows came back, never the rows."""
 
     text: str
     parent: int | None = None
@@ -353,7 +373,7 @@ class RunRecord(Model):
     user_id: str
     username: str = ""
     namespace_id: str | None = None
-    namespace: str = ""
+    namespace: str = ""  # owner/name
     question: str = ""
     started_at: datetime
     seconds: float = 0.0
@@ -364,3 +384,15 @@ class RunRecord(Model):
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: list[ModelCallRecord] = Field(default_factory=list)
     queries: list[QueryRecord] = Field(default_factory=list)
+
+    def tokens(self) -> dict[str, int]:
+        return {
+            "prompt": sum(c.prompt_tokens for c in self.model_calls),
+            "cached": sum(c.cached_tokens for c in self.model_calls),
+            "output": sum(c.output_tokens for c in self.model_calls),
+        }
+
+    def without_prompts(self) -> RunRecord:
+        """What someone else than the run's owner may read: no prompt, no reply."""
+        calls = [c.model_copy(update={"prompt": [], "reply": ""}) for c in self.model_calls]
+        return self.model_copy(update={"model_calls": calls})

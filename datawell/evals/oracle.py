@@ -18,16 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union, get_args, get_origin
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from datawell.evals.suites import GoldLink, GoldStep, Suite
-from datawell.llm.scripted import as_message
+from datawell.llm.scripted import ReplyingChatModel, as_message
 
 REFUSAL_ANSWER = "I cannot answer that from the data in this namespace."
 _REFUSE = re.compile(r"refus|cannot|can_not|unanswerable|decline|invalid|reject|impossible|out_of_scope", re.I)
@@ -193,7 +191,7 @@ def plain_answer(gold: Gold) -> str:
     return f"```sql\n{gold.query}\n```" if gold.query else ""
 
 
-class OracleChatModel(BaseChatModel):
+class OracleChatModel(ReplyingChatModel):
     answers: list[Any]
     schema_: Any = None  # the structured-output class bound through bind_tools
 
@@ -223,20 +221,12 @@ class OracleChatModel(BaseChatModel):
         named = [s for s in plan if s.instruction in last]
         return max(named, key=lambda s: last.rfind(s.instruction)) if named else plan[0]
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         gold = self.find(messages)
         if self.schema_ is None:
-            message = AIMessage(content=plain_answer(gold))
-        else:
-            filler = Filler(gold, self._step(gold, messages), candidate_labels(_text(messages)))
-            message = as_message(filler.model(self.schema_))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return AIMessage(content=plain_answer(gold))
+        filler = Filler(gold, self._step(gold, messages), candidate_labels(_text(messages)))
+        return as_message(filler.model(self.schema_))
 
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any

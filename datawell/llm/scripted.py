@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -56,14 +57,32 @@ def usage(messages: list[BaseMessage], reply: AIMessage) -> UsageMetadata:
     )
 
 
-class ScriptedChatModel(BaseChatModel):
+class ReplyingChatModel(BaseChatModel):
+    """A chat model whose reply Python computes from the messages: a script
+    (`ScriptedChatModel`), an eval suite's gold answers (`evals.oracle`)."""
+
+    @abstractmethod
+    def reply(self, messages: list[BaseMessage]) -> AIMessage: ...
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+
+
+class ScriptedChatModel(ReplyingChatModel):
     script: list[Any]
     name_: str = "scripted"
     _position: int = PrivateAttr(default=0)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
 
     def __init__(self, script: Sequence[ScriptItem], **kwargs: Any) -> None:
-        super().__init__(script=list(script), **kwargs)
+        # `script` is this class's field, which BaseChatModel's typed __init__ cannot name.
+        super().__init__(script=list(script), **kwargs)  # type: ignore[call-arg]
 
     @property
     def _llm_type(self) -> str:
@@ -82,7 +101,7 @@ class ScriptedChatModel(BaseChatModel):
         """Each call's messages joined as text, for assertions on what the model saw."""
         return ["\n".join(str(m.content) for m in call) for call in self._calls]
 
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
         self._calls.append(list(messages))
         if self._position >= len(self.script):
             last = str(messages[-1].content)[:300] if messages else ""
@@ -94,15 +113,6 @@ class ScriptedChatModel(BaseChatModel):
         message.usage_metadata = usage(messages, message)
         return message
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
-
     def _stream(
         self,
         messages: list[BaseMessage],
@@ -110,7 +120,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        message = self._next(messages)
+        message = self.reply(messages)
         if message.tool_calls:
             yield ChatGenerationChunk(
                 message=AIMessageChunk(

@@ -58,7 +58,7 @@ def error_result(code: str, message: str, sub_errors: list[SubError] | None = No
     return CallToolResult(
         content=[TextContent(text=text)],
         is_error=True,
-        _meta={"errorCode": code, "subErrors": [{"code": s.code, "message": s.message} for s in subs], **extra},
+        meta={"errorCode": code, "subErrors": [{"code": s.code, "message": s.message} for s in subs], **extra},
     )
 
 

@@ -27,16 +27,18 @@ from langchain_core.outputs import LLMResult
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
+from datawell.client.models import ModelCallRecord, PromptMessage, QueryRecord, RunRecord, StageRecord
 from datawell.observability import metrics, tracing
 from datawell.observability.model_calls import ModelCall, described, reply_message
-from datawell.observability.records import (
-    ModelCallRecord,
-    PromptMessage,
-    QueryRecord,
-    RunRecord,
-    StageRecord,
-    clip,
-)
+
+# What a record keeps of a prompt message or a reply: enough to read, bounded in size.
+MAX_TEXT_CHARS = 20_000
+
+
+def clip(text: Any) -> str:
+    text = text if isinstance(text, str) else str(text)
+    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + "…"
+
 
 _current: ContextVar[RunRecorder | None] = ContextVar("datawell_run_recorder", default=None)
 

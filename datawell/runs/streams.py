@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 from contextlib import aclosing
 
+from datawell.client.models import RunRecord
 from datawell.errors import DatawellError, InternalError
 from datawell.graphs.events import RunFailed, RunQueued, RunResult
 from datawell.graphs.memory import finished_turn
 from datawell.observability import recorder as recording
 from datawell.observability.recorder import RunRecorder
-from datawell.observability.records import RunRecord
 from datawell.runs.requests import AskRequest, CurateRequest, Events
 from datawell.scheduler import Ticket
 from datawell.services import Services
@@ -125,7 +125,7 @@ async def save_record(services: Services, record: RunRecord) -> None:
         started_at=record.started_at,
         seconds=record.seconds,
         question=record.question[:200],
-        record=record.model_dump(mode="json"),
+        record=record.model_dump(mode="json", by_alias=True),
     )
     try:
         async with services.db.session() as session:

@@ -260,19 +260,20 @@ class RowStore:
     async def unpublish(self, dataset: Dataset, ingestion_id: str) -> int:
         """Delete the published rows of one ingestion (cancelled as it published); how many."""
         table = self.table(dataset)
-        async with self.engine.begin() as connection:
-            if not await has_table(connection, table.name):
-                return 0
-            result = await connection.execute(table.delete().where(table.c["__ingestion_id"] == ingestion_id))
-        return int(result.rowcount or 0)
+        return await self._delete(table, table.c["__ingestion_id"] == ingestion_id)
 
     async def clear(self, dataset: Dataset) -> int:
         """Delete every row of the dataset; returns how many."""
-        table = self.table(dataset)
+        return await self._delete(self.table(dataset))
+
+    async def _delete(self, table: sa.Table, where: sa.ColumnElement[bool] | None = None) -> int:
+        """Delete the rows `where` holds for (all of them without); how many. A dataset that
+        never had rows has no table yet: nothing to delete."""
         async with self.engine.begin() as connection:
             if not await has_table(connection, table.name):
                 return 0
-            result = await connection.execute(table.delete())
+            statement = table.delete() if where is None else table.delete().where(where)
+            result = await connection.execute(statement)
         return int(result.rowcount or 0)
 
     async def count(self, dataset: Dataset) -> int:

@@ -83,6 +83,16 @@ async def test_empty_sources_is_422(client, alice: Account) -> None:
     assert response.json()["sub_errors"][0]["message"].startswith("sources:")
 
 
+async def test_an_unknown_field_in_a_coordinate_is_422(client, alice: Account) -> None:
+    """DatasetCoordinate is a wire model the client also reads (which keeps unknown fields);
+    in a request body it is as strict as the body around it."""
+    await datasets(client, alice, "orders", "summary")
+    body = spec(sources=[{**coordinate("alice", "orders"), "branch": "main"}])
+    response = await client.post("/api/v1/build-specs", json=body, headers=alice.headers)
+    assert response.status_code == 422
+    assert response.json()["sub_errors"][0]["message"].startswith("sources.0.branch:")
+
+
 async def test_missing_payload_is_422(client, alice: Account) -> None:
     body = spec()
     body["code"] = {}

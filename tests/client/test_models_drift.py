@@ -1,5 +1,7 @@
 """The client's models (`datawell.client.models`) against the OpenAPI document the server
-builds: every client model that mirrors a schema of the document has the same fields, each
+builds. The service answers with these very models (docs/decisions.md, "One source for wire
+models"), so a test here checks that no operation answers with a model declared elsewhere,
+and pins what the document says of them (`wire_schemas.json`). Every client model that mirrors a schema of the document has the same fields, each
 as required and as nullable, and of the same type (string, integer, number, boolean, array,
 object, the same enum values, the same nested schema), both ways: a field that one side adds
 fails here until the other side has it too. Each client method reads its answer into the
@@ -9,13 +11,17 @@ fields, and all the required fields, of its operation's request schema."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
-from typing import Any
+import tempfile
+from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from datawell.app import create_app
+from datawell.api import system
+from datawell.app import API_ROUTERS, create_app
 from datawell.client import models
 from datawell.client.calls import Call, operation
 from datawell.client.operations import Operations
@@ -73,6 +79,11 @@ CLIENT_ONLY: dict[type[BaseModel], str] = {
     models.RunEvent: "an event of the AutoRAG stream (text/event-stream), which the document describes as text",
     models.UploadProgress: "what upload() reports to its caller while it works; never on the wire",
 }
+# What the document says of each wire model, as reviewed; `python -m tests.client.test_models_drift`
+# writes it again after a deliberate change (review the diff).
+PINNED = Path(__file__).with_name("wire_schemas.json")
+# The DataLinks-compatible routes answer in the DataLinks SDK's shapes, which this client does not read.
+OWN_SHAPES = "datawell.api.datalinks."
 # Client methods whose answer the document gives no schema, and why; the client reads a dict.
 UNDESCRIBED = {
     "openapi": "the document does not describe itself",
@@ -251,3 +262,52 @@ def test_a_client_method_sends_the_fields_its_request_schema_names(
     schema = schemas[body["$ref"].rsplit("/", 1)[1]]
     assert set(call.json) <= set(schema["properties"])
     assert set(schema.get("required", [])) <= set(call.json)
+
+
+def wire_schemas(schemas: dict[str, Any]) -> dict[str, Any]:
+    return {name: schemas[name] for name in sorted(MIRRORS.values())}
+
+
+def test_the_document_describes_the_wire_models_as_pinned(schemas: dict[str, Any]) -> None:
+    """The service serves the client's models, so the document changes when they do: here,
+    where a reviewer sees it, and not for a client of an older release unawares."""
+    assert wire_schemas(schemas) == json.loads(PINNED.read_text())
+
+
+def answered_models(response: Any) -> list[type[BaseModel]]:
+    """The pydantic models an operation's declared answer is made of (`list[Model]`: Model)."""
+    if isinstance(response, type) and issubclass(response, BaseModel):
+        return [response]
+    return [model for arg in get_args(response) for model in answered_models(arg)]
+
+
+@pytest.mark.parametrize(
+    "op",
+    [op for router in [*API_ROUTERS, system.router] for op in router.operations],
+    ids=lambda op: f"{op.method} {op.path}",
+)
+def test_every_answer_is_a_client_wire_model(op: Any) -> None:
+    """One declaration per shape: an answer declared by hand on the server side would be the
+    second copy that the client's model then mirrors."""
+    if op.endpoint.__module__.startswith(OWN_SHAPES):
+        return
+    assert declared_elsewhere(op.response) == set()
+
+
+def declared_elsewhere(response: Any) -> set[str]:
+    return {model.__module__ for model in answered_models(response)} - {models.__name__}
+
+
+def test_an_answer_declared_on_the_server_is_seen() -> None:
+    """The check above would fail for a server-side model (the DataLinks shapes are such)."""
+    from datawell.api.datalinks.users import CurrentUser
+
+    assert declared_elsewhere(list[CurrentUser]) == {"datawell.api.datalinks.users"}
+    assert declared_elsewhere(list[models.Agent]) == set()
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as folder:
+        settings = Settings(data_dir=Path(folder), embeddings_enabled=False, embedded_model_enabled=False)
+        built = create_app(settings).state.openapi["components"]["schemas"]
+    PINNED.write_text(json.dumps(wire_schemas(built), indent=1, sort_keys=True) + "\n")

@@ -111,3 +111,20 @@ async def test_the_python_client_reads_the_run_and_lists_it(
     assert (run.id, run.outcome, run.answer, run.username) == (run_id, "ok", ANSWER, "alice")
     assert [q.text for q in run.queries] == [QUERY]
     assert run_id in [r.id for r in listed.data]
+
+
+async def test_a_stored_field_the_record_does_not_declare_is_not_served(
+    client: httpx.AsyncClient, services: Services, alice: Account, sales: str
+) -> None:
+    """The record is the client's wire model, which keeps unknown fields it reads; the service
+    reads stored records with `extra="ignore"`, so it sends only what the document declares."""
+    run_id = await ask(client, alice)
+    async with services.db.session() as session:
+        row = await session.get(RunRow, run_id)
+        assert row is not None
+        row.record = {**row.record, "retiredField": "stale", "stages": [{**row.record["stages"][0], "old": 1}]}
+    run = (await client.get(f"/api/v1/runs/{run_id}", headers=alice.headers)).json()
+    assert "retiredField" not in run and "old" not in run["stages"][0]
+    assert run["answer"] == ANSWER
+    [summary] = (await client.get("/api/v1/runs", headers=alice.headers)).json()["data"]
+    assert "retiredField" not in summary and summary["id"] == run_id
