@@ -224,10 +224,11 @@ def _measure_name(measure: exp.AggFunc) -> str:
 
 
 # "per country", "for each country", "in every region", "within each domain ID", "across
-# different aircraft manufacturers": the one or two words the groups are asked by.
+# different aircraft manufacturers": the one or two words the groups are asked by ("across
+# all stations" sums over them: it is not a group).
 _PER = re.compile(
-    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every)|across\s+(?:the\s+)?(?:different|various|all)?)\s*"
-    r"\b(?P<first>[a-z][a-z_]*)(?:\s+(?P<second>[a-z][a-z_]*))?",
+    r"\b(?P<by>per|(?:for|in|within)\s+(?:each|every)|across\s+(?:the\s+)?(?:different|various|each))\s+"
+    r"(?P<first>[a-z][a-z_]*)(?:\s+(?P<second>[a-z][a-z_]*))?",
     re.IGNORECASE,
 )
 

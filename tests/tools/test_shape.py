@@ -172,6 +172,7 @@ def test_the_column_asked_per_is_found_by_its_words(query: str, question: str, g
         # both tables have `customer`, and the join does not say they are the same one
         ("SELECT COUNT(*) FROM orders AS o JOIN people AS p ON p.city = o.note", "Orders per customer?"),
         ("SELECT COUNT(*) AS n FROM orders", "How many orders were placed per year?"),  # no `year` column
+        ("SELECT SUM(total) FROM orders", "What was spent across all customers?"),  # a sum over them
     ],
 )
 def test_an_aggregate_not_asked_per_one_column_is_left_alone(query: str, question: str) -> None:
