@@ -434,8 +434,8 @@ async def test_a_failed_turn_ends_with_run_failed_and_leaves_no_trace(
 class MeteredModel(ScriptedChatModel):
     """Reports 500 tokens a call, as a provider's usage metadata would."""
 
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:
-        message = super()._next(messages)
+    def reply(self, messages: list[BaseMessage]) -> AIMessage:
+        message = super().reply(messages)
         message.usage_metadata = {"input_tokens": 450, "output_tokens": 50, "total_tokens": 500}
         return message
 
