@@ -14,3 +14,8 @@ for c in academic-01 academic-05 academic-11 academic-16 advising-17 advising-19
 step dev-targeted; datawell eval run dev $CASES --out $OUT/eval-dev-targeted > $OUT/eval-dev-targeted.txt 2>&1
 step nl2ql;        datawell eval run nl2ql --out $OUT/eval-nl2ql > $OUT/eval-nl2ql.txt 2>&1
 step done
+# Three more rounds of four askers against one on the default (unified) KV cache, for the spread.
+for round in 3 4 5; do
+  step load-unified-$round; python -m bench.load --askers 1,4 --questions 1 --json $OUT/load-unified-$round.json > $OUT/load-unified-$round.txt 2>&1
+done
+step done-3
