@@ -108,7 +108,7 @@ def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     """A column no table of the SELECT has, read through a table (its qualifier's, or the only
     one) with exactly one column named nearly the same: read by that name."""
     changes: list[str] = []
-    named = {e.alias.lower() for e in select.expressions if e.alias}  # ORDER BY n, of `AS n`
+    named = _output_names(select)
     for column in _own_columns(select):
         qualifier = column.table.lower()
         owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
@@ -175,16 +175,12 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
         lacking = sources[target]
         if lacking.has(inner.name) or not sources[outer.table.lower()].has(outer.name):
             continue
-        link = _the_link(catalog, read, lacking.info, inner.name)
+        link = _the_link(catalog, read, lacking.info, {inner.name.lower()})
         if link is None:
             continue
         bridge, key = link
-        alias = bridge.name if bridge.name.lower() not in defined else f"{bridge.name}_via"
-        defined.add(alias.lower())
+        table, alias = _new_table(bridge.name, defined)
         read.add(bridge.name)
-        table = exp.Table(this=exp.to_identifier(bridge.name))
-        if alias != bridge.name:
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         on = exp.EQ(this=outer.copy(), expression=exp.column(inner.name, table=alias))
         joins.insert(
             joins.index(join), exp.Join(this=table, on=on, kind=join.args.get("kind"), side=join.args.get("side"))
@@ -200,30 +196,17 @@ def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catal
     """A SELECT of one table, no joins, reading columns by bare name that the table lacks:
     when one dataset has all of them and shares exactly one column `k` with the table, it is
     joined on `k`, and the bare names are qualified (a name both have would be ambiguous)."""
-    if len(sources) != 1 or select.args.get("joins") or not isinstance(select.args.get("from_"), exp.From):
+    if len(sources) != 1 or select.args.get("joins"):
         return []
-    ((alias, source),) = sources.items()
-    if source.node is not select.args["from_"].this:
-        return []
-    named = {e.alias.lower() for e in select.expressions if e.alias}  # ORDER BY n, of `AS n`
-    bare = [c for c in _own_columns(select) if not c.table and c.name.lower() not in named]
+    ((alias, source),) = sources.items()  # with no joins, the FROM's table
+    outputs = _output_names(select)
+    bare = [c for c in _own_columns(select) if not c.table and c.name.lower() not in outputs]
     missing = {c.name.lower() for c in bare if not source.has(c.name)}
-    if not missing:
+    link = _the_link(catalog, {source.info.name}, source.info, missing) if missing else None
+    if link is None:
         return []
-    theirs = {c.lower() for c in source.info.columns}
-    links = []
-    for candidate in catalog.tables:
-        columns = {c.lower() for c in candidate.columns}
-        if candidate.name != source.info.name and missing <= columns and len(columns & theirs) == 1:
-            links.append((candidate, (columns & theirs).pop()))
-    if len(links) != 1:
-        return []
-    joined, key = links[0]
-    other = joined.name if joined.name.lower() not in defined else f"{joined.name}_via"
-    defined.add(other.lower())
-    table = exp.Table(this=exp.to_identifier(joined.name))
-    if other != joined.name:
-        table.set("alias", exp.TableAlias(this=exp.to_identifier(other)))
+    joined, key = link
+    table, other = _new_table(joined.name, defined)
     select.join(
         table, on=exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=other)), copy=False
     )
@@ -232,15 +215,34 @@ def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catal
     return [f"{source.info.name} has no {', '.join(sorted(missing))}: joined {joined.name} on {key}"]
 
 
-def _the_link(catalog: Catalog, read: set[str], lacking: TableInfo, column: str) -> tuple[TableInfo, str] | None:
-    """The one dataset the query does not read yet that has `column` and shares exactly one
-    other column with `lacking`, with that column; None when there is not exactly one."""
+def _new_table(name: str, defined: set[str]) -> tuple[exp.Table, str]:
+    """A table node for dataset `name`, aliased `name_via` when the query already uses `name`,
+    with the name its columns are to be read through (now taken)."""
+    alias = name if name.lower() not in defined else f"{name}_via"
+    defined.add(alias.lower())
+    table = exp.Table(this=exp.to_identifier(name))
+    if alias != name:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return table, alias
+
+
+def _output_names(select: exp.Select) -> set[str]:
+    """The names the SELECT gives its outputs (`AS n`), which ORDER BY may read as columns."""
+    return {e.alias.lower() for e in select.expressions if e.alias}
+
+
+def _the_link(
+    catalog: Catalog, skipped: set[str], lacking: TableInfo, needed: set[str]
+) -> tuple[TableInfo, str] | None:
+    """The one dataset, not among `skipped`, that has every `needed` column (lower case) and
+    shares exactly one other column with `lacking`, with that column; None when there is not
+    exactly one."""
     theirs = {c.lower() for c in lacking.columns}
     links = []
     for table in catalog.tables:
         columns = {c.lower() for c in table.columns}
-        shared = (columns & theirs) - {column.lower()}
-        if table.name not in read and column.lower() in columns and len(shared) == 1:
+        shared = (columns & theirs) - needed
+        if table.name not in skipped and needed <= columns and len(shared) == 1:
             links.append((table, shared.pop()))
     return links[0] if len(links) == 1 else None
 
