@@ -32,7 +32,6 @@ from pydantic import BaseModel
 from datawell.config import Settings
 from datawell.errors import ModelError
 from datawell.llm import embedded, embedded_runtime
-from datawell.llm.embedded_runtime import RuntimeOptions
 from datawell.llm.models import STAGE_TAG, Stage, StageChoices
 
 log = logging.getLogger(__name__)
@@ -243,7 +242,7 @@ class LiteLLMChatModels:
         if settings.embedded_model_enabled:
             embedded.register(
                 settings.data_dir / "models",
-                RuntimeOptions(
+                embedded_runtime.RuntimeOptions(
                     threads=settings.embedded_model_threads,
                     parallel=settings.embedded_model_parallel,
                     batch=settings.embedded_model_batch,
