@@ -38,6 +38,7 @@ from datawell.storage.users import create_user
 from datawell.storage.vectors import ROWS, Point, VectorStore
 from datawell.tools.checker import compile_query, parse
 from datawell.tools.ql import QueryTools, SemanticHits
+from datawell.tools.sandbox import Limits
 from datawell.tools.sandbox.postgres import drop_roles
 
 QUERIES = [
@@ -256,7 +257,7 @@ async def main() -> None:
         services.vectors,
         services.embedder,
         row_cap=settings.query_row_cap,
-        time_limit_seconds=120,  # a busy machine must not turn a measurement into a refusal
+        limits=Limits(seconds=120),  # a busy machine must not turn a measurement into a refusal
     )
     try:
         await bench(services, options.rows, options.embed, options.repeat)

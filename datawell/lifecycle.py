@@ -15,6 +15,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
+from datawell.client.models import Deleted
 from datawell.errors import Conflict, InvalidInput, QueryError, SubError
 from datawell.ontology.links import bump_version, remove_dataset_links
 from datawell.storage import hints
@@ -41,17 +42,6 @@ class Stores:
     objects: ObjectStore
 
 
-@dataclass(frozen=True)
-class Deleted:
-    rows: int
-    vectors: int
-    links: int
-    uploads: int
-    objects: int
-    examples: int
-    ingestions_ended: int
-
-
 async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str, name: str) -> Deleted:
     """Delete the dataset and everything of it; its name is free when this returns."""
     async with stores.db.session() as session:
@@ -76,7 +66,15 @@ async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str,
     for upload in uploads:
         if upload.status in ("OPEN", "COMPLETING"):
             await stores.objects.abort_multipart(upload.key, upload.id)
-    return Deleted(rows, vectors, links, len(uploads), objects, examples, ended)
+    return Deleted(
+        rows_deleted=rows,
+        vectors_deleted=vectors,
+        links_deleted=links,
+        uploads_deleted=len(uploads),
+        objects_deleted=objects,
+        examples_deleted=examples,
+        ingestions_ended=ended,
+    )
 
 
 async def rename_dataset(stores: Stores, user: User, owner: str, namespace: str, name: str, new: str) -> DatasetRef:

@@ -23,6 +23,7 @@ from datawell.storage.rows import RowStore
 from datawell.storage.s3 import S3ObjectStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
 from datawell.storage.vectors import VectorStore
+from datawell.tools import sandbox
 from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import Queries, QueryTools
@@ -118,20 +119,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     vectors = VectorStore(
         embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
     )
-    query_tools = QueryTools(
-        db,
-        rows,
-        vectors,
-        embedder,
-        row_cap=settings.query_row_cap,
-        time_limit_seconds=settings.query_time_limit_seconds,
-        max_row_bytes=settings.query_max_row_bytes,
-        max_result_bytes=settings.query_max_result_bytes,
-        work_mem_mb=settings.query_work_mem_mb,
-        temp_file_mb=settings.query_temp_file_mb,
-        concurrency=settings.query_concurrency,
-        caps=Caps(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic),
-    )
+    limits, caps = sandbox.Limits.of(settings), Caps.of(settings)
+    query_tools = QueryTools(db, rows, vectors, embedder, row_cap=settings.query_row_cap, limits=limits, caps=caps)
     await query_tools.start()
     queries = overrides.queries or query_tools
     return Services(

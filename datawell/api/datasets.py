@@ -198,16 +198,7 @@ async def rename_namespace(
 
 
 async def _delete(ctx: Context, user: User, path: DatasetPath) -> DeletedResponse:
-    deleted = await lifecycle.delete_dataset(stores(ctx), user, *_coordinate(user, path))
-    return DeletedResponse(
-        rows_deleted=deleted.rows,
-        vectors_deleted=deleted.vectors,
-        links_deleted=deleted.links,
-        uploads_deleted=deleted.uploads,
-        objects_deleted=deleted.objects,
-        examples_deleted=deleted.examples,
-        ingestions_ended=deleted.ingestions_ended,
-    )
+    return await lifecycle.delete_dataset(stores(ctx), user, *_coordinate(user, path))
 
 
 @router.delete("/data/{username}/{namespace}/{datasetName}", DeletedResponse, errors=(403, 404), params=DatasetPath)

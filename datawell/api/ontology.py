@@ -78,20 +78,9 @@ async def curators(session: AsyncSession, links: list[Link]) -> dict[str, str]:
 
 
 def link_response(link: Link, names: dict[str, str]) -> LinkResponse:
-    return LinkResponse(
-        id=link.id,
-        origin=link.origin,
-        destination=link.destination,
-        hits=link.hits,
-        match_type=link.match_type,
-        score=link.score,
-        status=link.status,
-        reason=link.reason,
-        curated_by=names.get(link.curated_by) if link.curated_by is not None else None,
-        model=link.model,
-        created_at=link.created_at,
-        updated_at=link.updated_at,
-    )
+    """The stored link under its own field names, with its curator's username for the user id."""
+    curator = names.get(link.curated_by) if link.curated_by is not None else None
+    return LinkResponse.model_validate(link, from_attributes=True).model_copy(update={"curated_by": curator})
 
 
 @router.post("/ontology/curate-links", CurateLinksResponse, body=CurateLinksRequest, errors=(403, 404, 502, 503))

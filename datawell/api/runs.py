@@ -28,20 +28,13 @@ class RunsQuery(BaseModel):
 
 
 def run_summary(row: RunRow) -> RunSummary:
+    """A run's line in the list: its record's own fields, the question as the list's column
+    holds it (200 characters), and the run's token totals."""
     record = RunRecord.model_validate(row.record, extra="ignore")
     tokens = record.tokens()
-    return RunSummary(
-        id=row.id,
-        graph=row.graph,
-        username=record.username,
-        namespace=record.namespace,
-        question=row.question,
-        started_at=row.started_at,
-        seconds=row.seconds,
-        outcome=row.outcome,
-        prompt_tokens=tokens["prompt"],
-        output_tokens=tokens["output"],
-    )
+    shown = record.model_dump(include=set(RunSummary.model_fields))
+    totals = {"prompt_tokens": tokens["prompt"], "output_tokens": tokens["output"]}
+    return RunSummary.model_validate(shown | totals | {"question": row.question})
 
 
 class RunPath(PathModel):

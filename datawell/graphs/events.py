@@ -59,14 +59,19 @@ class StepStarted(BaseModel):
     instruction: str
 
 
-class StepFinished(BaseModel):
-    type: Literal["step"] = "step"
+class StepOutcome(BaseModel):
+    """What a step did; MCP's assistant tool returns its steps as this."""
+
     index: int  # 1-based
     instruction: str
     query: str
-    reasoning: str
     rows: list[dict[str, Any]]
     error: str | None = None
+
+
+class StepFinished(StepOutcome):
+    type: Literal["step"] = "step"
+    reasoning: str
 
 
 class AnswerDelta(BaseModel):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from datawell.services import Services
@@ -40,25 +41,24 @@ def row_text(fields: list[str], values: tuple[Any, ...], limit: int) -> str:
     return "; ".join(f"{f}: {v}" for f, v in zip(fields, values, strict=True) if v)[:limit]
 
 
+@dataclass
 class RowEmbedding:
-    def __init__(
-        self,
-        services: Services,
-        dataset: Dataset,
-        ingestion_id: str,
-        tracker: Progress,
-        record: Callable[..., Awaitable[None]],
-    ) -> None:
-        self.services = services
-        self.dataset = dataset
-        self.ingestion_id = ingestion_id
-        self.tracker = tracker
-        self.record = record
-        settings = services.settings
+    """The vectors of an attempt's published rows, embedded in batches and resumable from the
+    state an earlier run recorded."""
+
+    services: Services
+    dataset: Dataset
+    ingestion_id: str
+    tracker: Progress
+    record: Callable[..., Awaitable[None]]
+    rows: int = field(default=0, init=False)
+    total_bytes: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.services.settings
         self.batch_rows = settings.ingest_embed_batch_rows
         self.text_chars = settings.ingest_embed_text_chars
-        self.cap = None if services.vectors.remote else settings.local_row_vectors_max
-        self.rows = self.total_bytes = 0
+        self.cap = None if self.services.vectors.remote else settings.local_row_vectors_max
 
     async def run(self, state: dict[str, Any] | None, rows: int, total_bytes: int) -> dict[str, Any]:
         """Embed the rows not embedded yet; `state` is what an earlier run recorded. Returns

@@ -5,7 +5,7 @@ its setting instead of exhausting the worker's memory or time."""
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,8 @@ class FileLimits:
 
     @classmethod
     def of(cls, settings: Settings) -> FileLimits:
-        return cls(
-            unpacked_bytes=settings.ingest_max_unpacked_bytes,
-            unpack_ratio=settings.ingest_max_unpack_ratio,
-            pdf_pages=settings.ingest_max_pdf_pages,
-            document_chars=settings.ingest_max_document_chars,
-            prompt_chars=settings.ingest_max_prompt_chars,
-        )
+        """Each limit from its setting, `ingest_max_<limit>`."""
+        return cls(**{limit.name: getattr(settings, f"ingest_max_{limit.name}") for limit in fields(cls)})
 
 
 def check_archive(path: Path, limits: FileLimits) -> None:

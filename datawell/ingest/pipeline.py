@@ -69,15 +69,19 @@ class Outcome:
     mapping: dict[str, Any] | None = None  # the attempt's mapping as it ends (None: as recorded)
 
 
+@dataclass
 class Ingest:
-    def __init__(
-        self, services: Services, attempt: Ingestion, dataset: Dataset, tracker: Tracker, workdir: Path
-    ) -> None:
-        self.services = services
-        self.attempt = attempt
-        self.dataset = dataset
-        self.tracker = tracker
-        self.workdir = workdir
+    """One attempt, from its object to published rows (and their vectors): parse or structure,
+    stage, publish; a takeover resumes from what the attempt's mapping recorded."""
+
+    services: Services
+    attempt: Ingestion
+    dataset: Dataset
+    tracker: Tracker
+    workdir: Path
+
+    def __post_init__(self) -> None:
+        services, attempt = self.services, self.attempt
         settings = services.settings
         self.batch_rows = settings.ingest_batch_rows
         self.embed = settings.ingest_embed_rows

@@ -6,23 +6,12 @@ and one result."""
 from __future__ import annotations
 
 from contextlib import aclosing
-from typing import Any
 
 from mcp_types import CallToolResult
 from pydantic import Field
 
 from datawell.errors import InternalError
-from datawell.graphs.events import (
-    AnswerReady,
-    PlanReady,
-    QueryGenerated,
-    RowsReady,
-    RunFailed,
-    RunQueued,
-    RunStarted,
-    StepFinished,
-    StepStarted,
-)
+from datawell.graphs import events
 from datawell.llm.models import StageChoices
 from datawell.mcp.calls import Call, ModelArguments, ToolSpec, readable_namespace
 from datawell.mcp.datasets import QueryOutput
@@ -40,12 +29,8 @@ class AssistantArguments(AskArguments):
     )
 
 
-class StepResult(WireModel):
-    index: int
-    instruction: str
-    query: str
-    rows: list[dict[str, Any]]
-    error: str | None = None
+class StepResult(WireModel, events.StepOutcome):
+    """A step of the assistant's answer, as the graph's event says it (without its reasoning)."""
 
 
 class AssistantOutput(WireModel):
@@ -67,17 +52,17 @@ async def ask_request(call: Call, arguments: AskArguments, conversation_id: str 
 
 async def ask_nl2ql(call: Call, arguments: AskArguments) -> CallToolResult:
     run = await call.runs.start_nl2ql(await ask_request(call, arguments))
-    async with aclosing(run.events()) as events:
-        async for event in events:
+    async with aclosing(run.events()) as stream:
+        async for event in stream:
             match event:
-                case RunQueued():
+                case events.RunQueued():
                     await call.progress(0, 2, queued_text(event))
-                case QueryGenerated():
+                case events.QueryGenerated():
                     await call.progress(1, 2, f"query: {event.query}")
-                case RowsReady():
+                case events.RowsReady():
                     await call.progress(2, 2, f"{len(event.rows)} rows")
                     return tool_result(QueryOutput(query=event.query, rows=event.rows, truncated=event.truncated))
-                case RunFailed():
+                case events.RunFailed():
                     return failure_result(event.error)
     return failure_result(InternalError("the run ended without rows"))
 
@@ -87,34 +72,34 @@ async def ask_assistant(call: Call, arguments: AssistantArguments) -> CallToolRe
     conversation_id = run.conversation_id or ""
     plan: list[str] = []
     steps: list[StepResult] = []
-    async with aclosing(run.events()) as events:
-        async for event in events:
+    async with aclosing(run.events()) as stream:
+        async for event in stream:
             # Progress counts the plan, each step and the answer (a started step counts half, as
             # progress must grow with every notification); the total is known once planned.
             total = float(len(plan) + 2) if plan else None
             match event:
-                case RunQueued():
+                case events.RunQueued():
                     await call.progress(0, None, queued_text(event))
-                case RunStarted():
+                case events.RunStarted():
                     await call.progress(0, None, "planning")
-                case PlanReady():
+                case events.PlanReady():
                     plan = event.steps
                     await call.progress(1, len(plan) + 2, f"plan: {len(plan)} step(s)")
-                case StepStarted():
+                case events.StepStarted():
                     await call.progress(event.index + 0.5, total, f"step {event.index}: {event.instruction}")
-                case StepFinished():
+                case events.StepFinished():
                     steps.append(StepResult.model_validate(event, from_attributes=True))
                     await call.progress(event.index + 1, total, f"step {event.index}: {len(event.rows)} rows")
-                case AnswerReady():
+                case events.AnswerReady():
                     await call.progress(len(plan) + 2, len(plan) + 2, "answered")
                     output = AssistantOutput(conversation_id=conversation_id, plan=plan, steps=steps, answer=event.text)
                     return tool_result(output, lead=event.text)
-                case RunFailed():
+                case events.RunFailed():
                     return failure_result(event.error)
     return failure_result(InternalError("the run ended without an answer"))
 
 
-def queued_text(event: RunQueued) -> str:
+def queued_text(event: events.RunQueued) -> str:
     return f"waiting for the model: number {event.position} in the queue"
 
 

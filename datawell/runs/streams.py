@@ -21,6 +21,8 @@ from datawell.storage.tables import RunRow
 
 log = logging.getLogger(__name__)
 RUN_FAILED = "the run failed; it has been logged"
+# The record's fields the runs list filters and sorts on, kept as columns of its row.
+LISTED_COLUMNS = {"id", "user_id", "namespace_id", "graph", "outcome", "started_at", "seconds"}
 
 
 def summary(result: RunResult) -> str | None:
@@ -117,13 +119,7 @@ async def recorded(
 
 async def save_record(services: Services, record: RunRecord) -> None:
     row = RunRow(
-        id=record.id,
-        user_id=record.user_id,
-        namespace_id=record.namespace_id,
-        graph=record.graph,
-        outcome=record.outcome,
-        started_at=record.started_at,
-        seconds=record.seconds,
+        **record.model_dump(include=LISTED_COLUMNS),
         question=record.question[:200],
         record=record.model_dump(mode="json", by_alias=True),
     )

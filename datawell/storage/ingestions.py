@@ -26,6 +26,8 @@ CANCELLED = "CANCELLED"
 STATUSES = (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)
 RETRYABLE = (FAILED, CANCELLED)
 ACTIVE = (QUEUED, RUNNING)
+# What a retry takes from the attempt it retries: the same file, into the same dataset.
+RETRY_COPIES = ("dataset_id", "object_key", "name", "expected_total_bytes", "seen_at")
 
 
 async def enqueue(
@@ -178,12 +180,8 @@ async def retry(session: AsyncSession, original: Ingestion, creator: User) -> In
     now = utcnow()
     original.last_retry_at = now
     attempt = Ingestion(
-        dataset_id=original.dataset_id,
-        object_key=original.object_key,
-        name=original.name,
-        expected_total_bytes=original.expected_total_bytes,
+        **{column: getattr(original, column) for column in RETRY_COPIES},
         original_ingestion_id=original.id,
-        seen_at=original.seen_at,
         last_retry_at=now,
         created_by=creator.id,
         created_at=now,

@@ -43,11 +43,6 @@ from datawell.tools.results import dataset_stub, missing_table, query_error, res
 from datawell.tools.sandbox import Fetched, Limits, Refusal, Sandbox, Statement
 from datawell.tools.sandbox.dialects import open_sandbox
 
-# Size limits when the caller gives none (settings `query_max_row_bytes`, `query_max_result_bytes`).
-MAX_ROW_BYTES = 1 << 20
-MAX_RESULT_BYTES = 16 << 20
-WORK_MEM_MB = 16
-
 
 @dataclass(frozen=True)
 class QueryResult:
@@ -111,27 +106,16 @@ class QueryTools:
         embedder: TextEmbedder,
         *,
         row_cap: int,
-        time_limit_seconds: float,
-        semantic_hits: int | None = None,
-        max_row_bytes: int = MAX_ROW_BYTES,
-        max_result_bytes: int = MAX_RESULT_BYTES,
-        work_mem_mb: int = WORK_MEM_MB,
-        temp_file_mb: int = 1024,
-        concurrency: int = 4,
+        limits: Limits,
         caps: Caps = DEFAULT_CAPS,
+        semantic_hits: int | None = None,
     ) -> None:
-        self.db = db
-        self.rows = rows
-        self.vectors = vectors
-        self.embedder = embedder
+        self.db, self.rows, self.vectors, self.embedder = db, rows, vectors, embedder
         self.row_cap = row_cap
-        self.time_limit_seconds = time_limit_seconds
+        self.limits = limits  # while a query runs
+        self.caps = caps  # checked before it runs
         self.semantic_hits = semantic_hits or row_cap  # nearest rows semantic() scores; the rest score 0
         self.target = TARGETS[rows.dialect]
-        self.limits = Limits(
-            time_limit_seconds, max_row_bytes, max_result_bytes, work_mem_mb, temp_file_mb, concurrency
-        )
-        self.caps = caps
         self.sandbox: Sandbox = open_sandbox(rows.engine, self.limits)  # where queries run
 
     async def start(self) -> None:
@@ -210,11 +194,11 @@ class QueryTools:
         with observe_query(query if isinstance(query, str) else query.text) as observed:
             compiled = query if isinstance(query, CompiledQuery) else await self.prepare(who, namespace, query)
             # The time limit covers the vector searches too: a query may call semantic() many times.
-            deadline = time.monotonic() + self.time_limit_seconds
+            deadline = time.monotonic() + self.limits.seconds
             try:
                 hits = await self.search(compiled, deadline)
             except Refusal as refusal:
-                raise query_error(refusal, compiled, self.time_limit_seconds) from None
+                raise query_error(refusal, compiled, self.limits.seconds) from None
             fetched = await self.execute(compiled, hits, caller=str(who.id), deadline=deadline)
             truncated = fetched.cut or len(fetched.records) > self.row_cap
             rows = [result_row(compiled, fetched.columns, record) for record in fetched.records[: self.row_cap]]
@@ -266,7 +250,7 @@ class QueryTools:
         (`time.monotonic()`; default: the time limit from now) in a turn of `caller`; database
         refusals become QueryErrors."""
         hits = hits or SemanticHits()
-        deadline = deadline if deadline is not None else time.monotonic() + self.time_limit_seconds
+        deadline = deadline if deadline is not None else time.monotonic() + self.limits.seconds
         functions = {name: scores.get for name, scores in hits.functions.items()}
         physical = [t.physical for t in compiled.tables]
         for attempt in range(2):
@@ -280,5 +264,5 @@ class QueryTools:
                     for table in compiled.tables:
                         await self.rows.ensure_table(dataset_stub(table))
                     continue
-                raise query_error(refusal, compiled, self.time_limit_seconds) from None
+                raise query_error(refusal, compiled, self.limits.seconds) from None
         raise AssertionError("unreachable")

@@ -141,4 +141,4 @@ class DatasetRows:
         try:
             return await stream(job)
         except ExportRefused as refused:
-            raise query_error(Refusal(refused.message), compiled, self.tools.time_limit_seconds) from None
+            raise query_error(Refusal(refused.message), compiled, self.tools.limits.seconds) from None

@@ -8,7 +8,6 @@ row tables' own names are what an attacker aims at."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from datawell.storage.datasets import get_dataset
 from datawell.storage.tables import Token, User
 from datawell.tools.checker import TARGETS, CompiledQuery, TableRef
 from datawell.tools.ql import QueryTools
+from datawell.tools.sandbox import Limits
 from tests.tools.conftest import World, load
 
 SECONDS = 1.0
@@ -147,13 +147,9 @@ class CheckerOff(QueryTools):
 
 
 def tools(world: World, kind: type[QueryTools]) -> QueryTools:
-    limits = {"max_row_bytes": ROW_BYTES, "max_result_bytes": RESULT_BYTES}
-    known = inspect.signature(QueryTools.__init__).parameters
     query = world.query
-    return kind(
-        query.db, query.rows, query.vectors, query.embedder, row_cap=ROW_CAP, time_limit_seconds=SECONDS,
-        **{k: v for k, v in limits.items() if k in known},
-    )  # fmt: skip
+    limits = Limits(SECONDS, row_bytes=ROW_BYTES, result_bytes=RESULT_BYTES)
+    return kind(query.db, query.rows, query.vectors, query.embedder, row_cap=ROW_CAP, limits=limits)
 
 
 async def physical(services: Services, namespace: NamespaceRef, name: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from datawell.errors import QueryError
 from datawell.tools.checker import Caps
 from datawell.tools.ql import QueryTools
-from datawell.tools.sandbox import Turns
+from datawell.tools.sandbox import Limits, Turns
 from tests.tools.conftest import World
 
 SECONDS = 2.0
@@ -45,7 +45,7 @@ ENDLESS = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELEC
 def limited(world: World, **options: object) -> QueryTools:
     query = world.query
     return QueryTools(
-        query.db, query.rows, query.vectors, query.embedder, row_cap=100, time_limit_seconds=SECONDS, **options
+        query.db, query.rows, query.vectors, query.embedder, row_cap=100, limits=Limits(SECONDS), **options
     )  # type: ignore[arg-type]
 
 

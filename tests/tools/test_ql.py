@@ -15,6 +15,7 @@ from datawell.storage.access import Permission
 from datawell.storage.datasets import create_dataset, get_dataset
 from datawell.storage.tables import User
 from datawell.tools.ql import QueryTools
+from datawell.tools.sandbox import Limits
 from tests.tools.conftest import World, load
 
 
@@ -211,7 +212,7 @@ async def test_semantic_needs_one_dataset_in_its_select(world: World, services: 
 
 async def test_the_row_cap_truncates(world: World) -> None:
     capped = QueryTools(
-        world.query.db, world.query.rows, world.query.vectors, world.query.embedder, row_cap=2, time_limit_seconds=5
+        world.query.db, world.query.rows, world.query.vectors, world.query.embedder, row_cap=2, limits=Limits(seconds=5)
     )
     result = await capped.run(world.alice, world.sales, "SELECT order_id FROM orders ORDER BY order_id")
     assert [r["order_id"] for r in result.rows] == [1, 2] and result.truncated is True
@@ -221,7 +222,12 @@ async def test_the_row_cap_truncates(world: World) -> None:
 
 async def test_the_time_limit_stops_a_slow_query(world: World) -> None:
     quick = QueryTools(
-        world.query.db, world.query.rows, world.query.vectors, world.query.embedder, row_cap=10, time_limit_seconds=0.2
+        world.query.db,
+        world.query.rows,
+        world.query.vectors,
+        world.query.embedder,
+        row_cap=10,
+        limits=Limits(seconds=0.2),
     )
     slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) SELECT COUNT(*) AS c FROM n"
     started = datetime.now(UTC)

@@ -19,6 +19,7 @@ from datawell.services import Services
 from datawell.storage.access import NamespaceRef
 from datawell.tools.checker import CompiledQuery
 from datawell.tools.ql import QueryTools, Who
+from datawell.tools.sandbox import Limits
 from tests.tools.conftest import World
 
 COUNT = "SELECT COUNT(*) AS n FROM orders"
@@ -41,7 +42,7 @@ class CountingQueryTools(QueryTools):
 async def counting(services: Services) -> AsyncIterator[CountingQueryTools]:
     real = services.query_tools
     tools = CountingQueryTools(
-        real.db, real.rows, real.vectors, real.embedder, row_cap=real.row_cap, time_limit_seconds=5
+        real.db, real.rows, real.vectors, real.embedder, row_cap=real.row_cap, limits=Limits(seconds=5)
     )
     tools.prepared = []
     yield tools

@@ -25,7 +25,7 @@ from tests.tools.conftest import World
 def limited(world: World, **limits: int) -> QueryTools:
     query = world.query
     return QueryTools(
-        query.db, query.rows, query.vectors, query.embedder, row_cap=100, time_limit_seconds=5, **limits
+        query.db, query.rows, query.vectors, query.embedder, row_cap=100, limits=Limits(seconds=5, **limits)
     )  # fmt: skip
 
 
@@ -36,7 +36,7 @@ async def codes_of(tools: QueryTools, world: World, sql: str) -> list[str]:
 
 
 async def test_results_are_cut_at_the_byte_cap_and_huge_rows_refused(world: World) -> None:
-    tools = limited(world, max_row_bytes=4096, max_result_bytes=4096)
+    tools = limited(world, row_bytes=4096, result_bytes=4096)
     try:
         wide = "x" * 1000
         result = await tools.run(world.alice, world.sales, f"SELECT note, '{wide}' AS wide FROM orders")

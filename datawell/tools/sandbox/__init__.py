@@ -20,18 +20,31 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from datawell.config import Settings
+
 FIRST_CHUNK = 64  # rows fetched first; later chunks are sized from the rows seen, up to LAST_CHUNK
 LAST_CHUNK = 512
 
 
 @dataclass(frozen=True)
 class Limits:
+    """What one query may cost while it runs (the settings `query_time_limit_seconds`,
+    `query_max_row_bytes`, `query_max_result_bytes`, `query_work_mem_mb`, `query_temp_file_mb`,
+    `query_concurrency`)."""
+
     seconds: float  # a statement still running then is stopped
-    row_bytes: int  # a result row (and on SQLite any string or blob) larger than this is refused
-    result_bytes: int  # rows past this many bytes are cut, and the result says `truncated`
-    work_mem_mb: int  # PostgreSQL: memory per sort or hash before it spills to disk
+    row_bytes: int = 1 << 20  # a result row (and on SQLite any string or blob) larger than this is refused
+    result_bytes: int = 16 << 20  # rows past this many bytes are cut, and the result says `truncated`
+    work_mem_mb: int = 16  # PostgreSQL: memory per sort or hash before it spills to disk
     temp_file_mb: int = 1024  # PostgreSQL: temporary files one query may write (needs a superuser service role)
     concurrency: int = 4  # statements running at once; see `Turns`
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(
+            settings.query_time_limit_seconds, settings.query_max_row_bytes, settings.query_max_result_bytes,
+            settings.query_work_mem_mb, settings.query_temp_file_mb, settings.query_concurrency,
+        )  # fmt: skip
 
 
 class Refusal(Exception):
