@@ -20,6 +20,9 @@ it (the reasoning says what changed):
 - **The table a one-table query did not join.** `SELECT airline_name FROM flight`, where
   `flight` has no `airline_name` and exactly one dataset has every such column and shares
   exactly one column with `flight` (`airline`, by `airline_code`): it is joined on that column.
+  A name that is another dataset's name and one of its columns (`warehouse_name` of
+  `stock_levels`, where `warehouses` has `name` and shares `warehouse_code`) is that column,
+  joined the same way.
 - **A column read through the wrong alias.** `t2.fare_basis_code` where `t2` lacks it, or
   `p.unit_price_eur` where the query defines no `p`, and exactly one table of the same
   SELECT has it, outside a join condition (there, moving the name would compare a table
@@ -41,6 +44,7 @@ from sqlglot import exp
 from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
 from datawell.tools.checker.allowed import QL_DIALECT
 from datawell.tools.checker.dates import date_columns
+from datawell.tools.coverage import singular
 from datawell.tools.names import parts
 
 
@@ -193,16 +197,23 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
 
 
 def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
-    """A SELECT of one table, no joins, reading columns by bare name that the table lacks:
-    when one dataset has all of them and shares exactly one column `k` with the table, it is
-    joined on `k`, and the bare names are qualified (a name both have would be ambiguous)."""
+    """A SELECT of one table, no joins, reading columns (by bare name or through the table)
+    that the table lacks: when one dataset has all of them and shares exactly one column `k`
+    with the table, it is joined on `k`, and the names are qualified (a name both have would
+    be ambiguous)."""
     if len(sources) != 1 or select.args.get("joins"):
         return []
     ((alias, source),) = sources.items()  # with no joins, the FROM's table
     outputs = _output_names(select)
-    bare = [c for c in _own_columns(select) if not c.table and c.name.lower() not in outputs]
+    bare = [c for c in _own_columns(select) if c.table.lower() in ("", alias) and c.name.lower() not in outputs]
     missing = {c.name.lower() for c in bare if not source.has(c.name)}
-    link = _the_link(catalog, {source.info.name}, source.info, missing) if missing else None
+    if not missing:
+        return []
+    names = {name: name for name in missing}  # as the query reads it -> as the joined dataset has it
+    link = _the_link(catalog, {source.info.name}, source.info, missing)
+    if link is None and (prefixed := _prefixed(catalog, missing)) is not None:
+        table_name, names = prefixed
+        link = _the_link(catalog, {source.info.name}, source.info, set(names.values()), only=table_name)
     if link is None:
         return []
     joined, key = link
@@ -211,8 +222,35 @@ def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catal
         table, on=exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=other)), copy=False
     )
     for column in bare:
-        column.set("table", exp.to_identifier(other if column.name.lower() in missing else alias))
-    return [f"{source.info.name} has no {', '.join(sorted(missing))}: joined {joined.name} on {key}"]
+        read = column.name.lower()
+        if read not in missing:
+            column.set("table", exp.to_identifier(alias))
+        elif names[read] == read:
+            column.set("table", exp.to_identifier(other))
+        else:  # `warehouse_name` is warehouses.name, and keeps its name as an output
+            renamed = exp.column(names[read], table=other)
+            keep = isinstance(column.parent, exp.Select) and column in column.parent.expressions
+            column.replace(exp.alias_(renamed, column.name) if keep else renamed)
+    said = ", ".join(n if names[n] == n else f"{n} ({joined.name}.{names[n]})" for n in sorted(missing))
+    return [f"{source.info.name} has no {said}: joined {joined.name} on {key}"]
+
+
+def _prefixed(catalog: Catalog, missing: set[str]) -> tuple[str, dict[str, str]] | None:
+    """When every missing name is a dataset's name (or its singular) and one of its columns
+    (`warehouse_name`: `warehouses.name`), that dataset and the column each name stands for."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for name in missing:
+        found[name] = {
+            (table.name, column.lower())
+            for table in catalog.tables
+            for column in table.columns
+            for prefix in {table.name.lower(), singular(table.name.lower())}
+            if name == f"{prefix}_{column.lower()}"
+        }
+    tables = {table for pairs in found.values() for table, _ in pairs}
+    if len(tables) != 1 or any(len(pairs) != 1 for pairs in found.values()):
+        return None
+    return tables.pop(), {name: next(iter(pairs))[1] for name, pairs in found.items()}
 
 
 def _new_table(name: str, defined: set[str]) -> tuple[exp.Table, str]:
@@ -232,16 +270,18 @@ def _output_names(select: exp.Select) -> set[str]:
 
 
 def _the_link(
-    catalog: Catalog, skipped: set[str], lacking: TableInfo, needed: set[str]
+    catalog: Catalog, skipped: set[str], lacking: TableInfo, needed: set[str], only: str | None = None
 ) -> tuple[TableInfo, str] | None:
-    """The one dataset, not among `skipped`, that has every `needed` column (lower case) and
-    shares exactly one other column with `lacking`, with that column; None when there is not
-    exactly one."""
+    """The one dataset (`only` that one), not among `skipped`, that has every `needed` column
+    (lower case) and shares exactly one other column with `lacking`, with that column; None
+    when there is not exactly one."""
     theirs = {c.lower() for c in lacking.columns}
     links = []
     for table in catalog.tables:
         columns = {c.lower() for c in table.columns}
         shared = (columns & theirs) - needed
+        if only is not None and table.name != only:
+            continue
         if table.name not in skipped and needed <= columns and len(shared) == 1:
             links.append((table, shared.pop()))
     return links[0] if len(links) == 1 else None

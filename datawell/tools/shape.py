@@ -1,7 +1,7 @@
 """A query's shape fitted to its question (issue 27).
 
 A small query writer often gets a query's logic right and its shape wrong, in ways the user
-then reads as a wrong answer. Before a query runs, three such slips are mended:
+then reads as a wrong answer. Before a query runs, these slips are mended:
 
 - **A LIMIT the question did not ask for.** "What is the total number of publications in
   each year?" written with `ORDER BY total DESC LIMIT 10` hides every year past the tenth.
@@ -15,6 +15,11 @@ then reads as a wrong answer. Before a query runs, three such slips are mended:
 - **Groups without their names.** `SELECT AVG(cost) FROM fare GROUP BY from_airport,
   to_airport` returns averages nobody can tell apart. When the outermost query selects only
   aggregates, its GROUP BY columns are selected, in front.
+- **The first day for the month or year asked.** "Which invoices are due in April 2024?"
+  written `due_date = '2024-04-01'` finds only what falls on the first. When the question
+  names the month and year (or a year alone) and no day of it, an equality of something with
+  that period's first day becomes the period: `due_date >= '2024-04-01' AND due_date <
+  '2024-05-01'`, which ISO text and timestamps compare alike.
 - **A ranking whose measure is hidden** (`show_measure`: for answers written in words, the
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
@@ -46,6 +51,7 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
+from datawell.tools.checker.dates import MONTHS as DATE_WORDS
 from datawell.tools.coverage import singular
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
@@ -113,6 +119,7 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
             _drop_unasked_limit(tree, question),
             _divide_as_fractions(tree),
             _select_group_keys(tree),
+            _period_for_first_day(tree, question),
             _select_ranking_measure(tree) if show_measure else "",
         )
         if change
@@ -173,6 +180,49 @@ def _select_group_keys(tree: exp.Query) -> str:
         return ""
     tree.set("expressions", [key.copy() for key in missing] + list(selected))
     return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)
+
+
+MONTHS = DATE_WORDS[:12]  # january ... december
+_MONTH = "|".join(MONTHS)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+# A month and its year, with the day before ("1 April 2024") or after ("April 1, 2024") if one is named.
+_DATE = re.compile(rf"(?:\b({_DAY})\s+(?:of\s+)?)?\b({_MONTH})\s+(?:({_DAY}),?\s+)?(?:of\s+)?(\d{{4}})\b")
+_YEAR = re.compile(r"(?<![-/\d])\b([12]\d{3})\b(?![-/]\d)")
+_FIRST_DAY = re.compile(r"^(\d{4})-(\d{2})-01$")
+
+
+def asked_periods(question: str) -> set[str]:
+    """The months ("April 2024": '2024-04') and years ('2024') the question names with no day
+    of them ("1 April 2024", "April 1, 2024" and "2024-04-01" name a day)."""
+    text = question.lower()
+    dates = _DATE.findall(text)
+    periods = {f"{year}-{MONTHS.index(month) + 1:02d}" for before, month, after, year in dates if not before + after}
+    with_month = {year for *_, year in dates}
+    return periods | {year for year in _YEAR.findall(text) if year not in with_month}
+
+
+def _period_for_first_day(tree: exp.Query, question: str) -> str:
+    periods = asked_periods(question)
+    changed = []
+    for node in list(tree.find_all(exp.EQ)) if periods else []:
+        for this, literal in ((node.this, node.expression), (node.expression, node.this)):
+            first = _FIRST_DAY.match(literal.this) if isinstance(literal, exp.Literal) and literal.is_string else None
+            if first is None or not isinstance(this.unnest(), exp.Column) or literal.this in question:
+                continue
+            year, month = int(first[1]), int(first[2])
+            if f"{year}-{month:02d}" in periods:
+                end = f"{year + month // 12}-{month % 12 + 1:02d}-01"
+            elif month == 1 and str(year) in periods:
+                end = f"{year + 1}-01-01"
+            else:
+                continue
+            start = literal.this
+            node.replace(
+                exp.paren(exp.and_(this.copy() >= exp.Literal.string(start), this.copy() < exp.Literal.string(end)))
+            )
+            changed.append(f"{this.sql(dialect=DIALECTS[QL_DIALECT])} from {start} to before {end}")
+            break
+    return f"compared the period asked, not its first day: {'; '.join(changed)}" if changed else ""
 
 
 def _select_ranking_measure(tree: exp.Query) -> str:

@@ -52,7 +52,8 @@ def test_a_table_lacking_a_column_is_swapped_for_the_one_dataset_holding_all_it_
 def test_no_swap_when_more_than_one_dataset_could_stand_in() -> None:
     """`student_id` is in student and student_record, and neither is named like `course`:
     the swap needs one clear choice."""
-    assert mend("SELECT c.student_id FROM course AS c", SCHOOL).changes == []
+    query = "SELECT c.student_id FROM course AS c JOIN area AS a ON a.area = c.name"
+    assert mend(query, SCHOOL).changes == []
 
 
 def test_a_column_read_through_the_wrong_alias_is_read_through_the_table_that_has_it() -> None:
@@ -197,10 +198,54 @@ def test_a_one_table_query_reading_another_tables_column_joins_that_table() -> N
     assert found.changes == ["flight has no airline_name: joined airline on airline_code"]
 
 
+def test_a_column_the_only_table_lacks_read_through_its_alias_joins_the_table_that_has_it() -> None:
+    found = mend(
+        "SELECT t1.airline_name, t1.flight_id FROM flight AS t1 WHERE t1.from_airport = 'ORD'", FLIGHTS_AND_AIRLINES
+    )
+
+    assert found.query == (
+        "SELECT airline.airline_name, t1.flight_id FROM flight AS t1 "
+        "JOIN airline ON t1.airline_code = airline.airline_code WHERE t1.from_airport = 'ORD'"
+    )
+
+
 def test_no_join_without_exactly_one_shared_column() -> None:
     """`airport` has airport_name but shares no column with flight: joining it would need a
     condition the query does not say."""
     assert mend("SELECT airport_name FROM flight", FLIGHTS_AND_AIRLINES).changes == []
+
+
+STOCK = Catalog(
+    NAMESPACE,
+    [
+        table("stock_levels", "warehouse_code", "product_code", "quantity_on_hand"),
+        table("warehouses", "warehouse_code", "name", "city"),
+        table("products", "product_code", "name"),
+    ],
+)
+
+
+def test_a_name_made_of_another_tables_name_and_column_joins_that_table() -> None:
+    query = (
+        "SELECT warehouse_name, SUM(quantity_on_hand) AS units FROM stock_levels "
+        "GROUP BY warehouse_name ORDER BY units DESC LIMIT 1"
+    )
+
+    found = mend(query, STOCK)
+
+    assert found.query == (
+        "SELECT warehouses.name AS warehouse_name, SUM(stock_levels.quantity_on_hand) AS units FROM stock_levels "
+        "JOIN warehouses ON stock_levels.warehouse_code = warehouses.warehouse_code "
+        "GROUP BY warehouses.name ORDER BY units DESC LIMIT 1"
+    )
+    assert found.changes == [
+        "stock_levels has no warehouse_name (warehouses.name): joined warehouses on warehouse_code"
+    ]
+
+
+def test_a_prefixed_name_of_two_tables_is_left_to_the_model() -> None:
+    """`product_name` is products.name, `warehouse_city` warehouses.city: two tables to join."""
+    assert mend("SELECT product_name, warehouse_city FROM stock_levels", STOCK).changes == []
 
 
 STUDENTS = Catalog(NAMESPACE, [table("student", "student_id", "declare_major", "minor", "total_gpa")])

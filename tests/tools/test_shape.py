@@ -1,5 +1,5 @@
 """A query's shape fitted to its question before it runs (issue 27): unasked LIMITs, whole-number
-division, grouped columns nobody can tell apart."""
+division, grouped columns nobody can tell apart, a month's first day for the month."""
 
 from __future__ import annotations
 
@@ -177,3 +177,28 @@ def test_the_column_asked_per_is_found_by_its_words(query: str, question: str, g
 )
 def test_an_aggregate_not_asked_per_one_column_is_left_alone(query: str, question: str) -> None:
     assert group_per_asked(query, question, ORDERS_COLUMNS).changes == []
+
+
+async def test_the_first_day_of_the_month_asked_becomes_the_month(world: World) -> None:
+    query = "SELECT COUNT(*) AS n FROM orders WHERE placed = '2024-02-01'"
+    changes, found = await rows(world, query, "How many orders were placed in February 2024?")
+    assert changes == ["compared the period asked, not its first day: placed from 2024-02-01 to before 2024-03-01"]
+    assert [r["n"] for r in found] == [2]  # as written: 0, no order was placed on the first
+    changes, found = await rows(world, query.replace("02-01", "01-01"), "How many orders were placed in 2024?")
+    assert changes == ["compared the period asked, not its first day: placed from 2024-01-01 to before 2025-01-01"]
+    assert [r["n"] for r in found] == [5]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many orders were placed on February 1, 2024?",
+        "How many orders were placed on 1 February 2024?",
+        "How many orders were placed on 2024-02-01?",
+        "How many orders were placed in March 2024?",  # another month
+        "How many orders were placed on the first of the month?",  # no period named
+    ],
+)
+def test_a_day_the_question_names_is_left_alone(question: str) -> None:
+    query = "SELECT COUNT(*) AS n FROM orders WHERE placed = '2024-02-01'"
+    assert fit_shape(query, question).query == query
