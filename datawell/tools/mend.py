@@ -273,13 +273,13 @@ def _the_link(
     catalog: Catalog, skipped: set[str], lacking: TableInfo, needed: set[str], only: str | None = None
 ) -> tuple[TableInfo, str] | None:
     """The one dataset (`only` that one), not among `skipped`, that has every `needed` column
-    (lower case) and shares exactly one other column with `lacking`, with that column; None
-    when there is not exactly one."""
+    (lower case) and shares exactly one other column with `lacking` (not `id`: two tables'
+    `id` are each its own rows), with that column; None when there is not exactly one."""
     theirs = {c.lower() for c in lacking.columns}
     links = []
     for table in catalog.tables:
         columns = {c.lower() for c in table.columns}
-        shared = (columns & theirs) - needed
+        shared = (columns & theirs) - needed - {"id"}  # `id` is each table's own row, no link
         if only is not None and table.name != only:
             continue
         if table.name not in skipped and needed <= columns and len(shared) == 1:

@@ -243,6 +243,13 @@ def test_a_name_made_of_another_tables_name_and_column_joins_that_table() -> Non
     ]
 
 
+def test_two_tables_own_ids_are_no_link() -> None:
+    """`orders.id` and `customers.id` are each table's own rows: joining on them pairs an order
+    with whichever customer has its number."""
+    shop = Catalog(NAMESPACE, [table("orders", "id", "customer_id", "amount"), table("customers", "id", "name")])
+    assert mend("SELECT customer_name FROM orders", shop).changes == []
+
+
 def test_a_prefixed_name_of_two_tables_is_left_to_the_model() -> None:
     """`product_name` is products.name, `warehouse_city` warehouses.city: two tables to join."""
     assert mend("SELECT product_name, warehouse_city FROM stock_levels", STOCK).changes == []
