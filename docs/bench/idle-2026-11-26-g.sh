@@ -12,3 +12,5 @@ for suite in erp nl2ql dev; do
   step $suite; datawell eval run $suite --out $OUT/$suite > $OUT/$suite.console.txt 2>&1
 done
 step done
+# Added while the window ran: the assistant suite after the dev suite (run by hand once the
+# script had finished, with the same environment; see the log).
