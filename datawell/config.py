@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    D = TypeVar("D", bound=DataclassInstance)
 
 
 class Settings(BaseSettings):
@@ -309,6 +315,11 @@ class Settings(BaseSettings):
             return self.server
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
+
+    def group(self, cls: type[D], prefix: str) -> D:
+        """The dataclass `cls` with each field `x` from the setting `<prefix>x`
+        (`settings.group(FileLimits, "ingest_max_")`)."""
+        return cls(**{f.name: getattr(self, prefix + f.name) for f in dataclasses.fields(cls)})
 
     @property
     def resolved_model_slots(self) -> int:

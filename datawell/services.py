@@ -119,7 +119,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     vectors = VectorStore(
         embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
     )
-    limits, caps = sandbox.Limits.of(settings), Caps.of(settings)
+    limits, caps = sandbox.Limits.of(settings), settings.group(Caps, "query_max_")
     query_tools = QueryTools(db, rows, vectors, embedder, row_cap=settings.query_row_cap, limits=limits, caps=caps)
     await query_tools.start()
     queries = overrides.queries or query_tools

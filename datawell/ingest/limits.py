@@ -5,11 +5,10 @@ its setting instead of exhausting the worker's memory or time."""
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datawell.config import Settings
 from datawell.errors import IngestionFailed
 
 # Small members (the workbook's XML boilerplate) legitimately pack very well; only members
@@ -24,11 +23,6 @@ class FileLimits:
     pdf_pages: int
     document_chars: int
     prompt_chars: int
-
-    @classmethod
-    def of(cls, settings: Settings) -> FileLimits:
-        """Each limit from its setting, `ingest_max_<limit>`."""
-        return cls(**{limit.name: getattr(settings, f"ingest_max_{limit.name}") for limit in fields(cls)})
 
 
 def check_archive(path: Path, limits: FileLimits) -> None:

@@ -85,16 +85,11 @@ class Ingest:
         settings = services.settings
         self.batch_rows = settings.ingest_batch_rows
         self.embed = settings.ingest_embed_rows
-        self.limits = Limits(
-            settings.ingest_max_header_chars,
-            settings.ingest_max_field_chars,
-            settings.ingest_max_columns,
-            settings.ingest_max_json_depth,
-        )
+        self.limits = settings.group(Limits, "ingest_max_")
         self.total_bytes = attempt.expected_total_bytes
         # Every model call of the attempt waits for a scheduler slot behind any question.
         self.model_slot = partial(services.scheduler.slot, f"ingest:{attempt.created_by}", Priority.BACKGROUND)
-        self.file_limits = FileLimits.of(settings)
+        self.file_limits = settings.group(FileLimits, "ingest_max_")
         self.mapping: dict[str, Any] = dict(attempt.mapping or {})
         # The hints the written batches give when the published table holds exactly those rows.
         self.fresh_hints: tuple[hints.TableHints, datetime] | None = None

@@ -278,11 +278,11 @@ def _the_link(
     theirs = {c.lower() for c in lacking.columns}
     links = []
     for table in catalog.tables:
+        if table.name in skipped or (only is not None and table.name != only):
+            continue
         columns = {c.lower() for c in table.columns}
         shared = (columns & theirs) - needed - {"id"}  # `id` is each table's own row, no link
-        if only is not None and table.name != only:
-            continue
-        if table.name not in skipped and needed <= columns and len(shared) == 1:
+        if needed <= columns and len(shared) == 1:
             links.append((table, shared.pop()))
     return links[0] if len(links) == 1 else None
 

@@ -18,7 +18,7 @@ from datawell.ingest.limits import FileLimits
 from datawell.ingest.mapping import similarity_mapping
 from datawell.ingest.tabular import open_table
 
-LIMITS = FileLimits.of(Settings())
+LIMITS = Settings().group(FileLimits, "ingest_max_")
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:

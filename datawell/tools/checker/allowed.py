@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from datawell.config import Settings
 from datawell.errors import QueryError, SubError
 from datawell.storage.tables import Base
 from datawell.tools.catalog import TableInfo
@@ -114,10 +113,6 @@ class Caps:
     nesting: int = 100  # deepest nesting of expressions, parentheses, NOT and subqueries
     built_chars: int = 10_000  # longest string lpad()/rpad() may be asked for
     semantic: int = 10  # semantic() calls in one query
-
-    @classmethod
-    def of(cls, settings: Settings) -> Caps:
-        return cls(settings.query_max_nesting, settings.query_max_built_chars, settings.query_max_semantic)
 
 
 DEFAULT_CAPS = Caps()
