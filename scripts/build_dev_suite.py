@@ -35,7 +35,6 @@ from typing import Any
 
 import defog_data
 import yaml
-from defog_data.supplementary import columns_join
 
 DATABASES = ("academic", "advising", "atis")
 SUITE = Path(__file__).resolve().parent.parent / "datawell" / "evals" / "suites" / "dev"
@@ -578,49 +577,9 @@ def write_fixture(database: str) -> dict[str, int]:
             },
         }
         counts[table] = len(rows)
-    fixture = {
-        "description": f"defog-data's {database} database (defog-data 0.1.1).",
-        "datasets": specs,
-        "links": links_of(database, tables),
-    }
+    fixture = {"description": f"defog-data's {database} database (defog-data 0.1.1).", "datasets": specs}
     (folder / "fixture.yaml").write_text(yaml.safe_dump(fixture, sort_keys=False, width=120), encoding="utf-8")
     return counts
-
-
-def links_of(database: str, tables: dict[str, tuple[list[str], list[list[str | None]]]]) -> list[dict[str, Any]]:
-    """The package's joinable columns (`defog_data.supplementary.columns_join`, the joins
-    sql-eval shows a model beside the schema) as the fixture's links, as a curator would have
-    linked the namespace: the column whose values are unique is the destination; `hits`
-    counts the origin's distinct values found in it. A pair with a table that has no rows,
-    or with no value in common, is left out (the curator would not propose it)."""
-    found = []
-    for pairs in columns_join[database].values():
-        for left, right in pairs:
-            ends = [_values(tables, end) for end in (left, right)]
-            if not all(ends):
-                continue
-            (origin, origin_values), (destination, destination_values) = sorted(
-                zip((left, right), ends, strict=True), key=lambda end: len(set(end[1])) == len(end[1])
-            )
-            hits = len(set(origin_values) & set(destination_values))
-            if hits:
-                found.append(
-                    {
-                        "origin": f"{database}/{origin}",
-                        "destination": f"{database}/{destination}",
-                        "matchType": "ExactMatch",
-                        "hits": hits,
-                    }
-                )
-    return found
-
-
-def _values(tables: dict[str, tuple[list[str], list[list[str | None]]]], column: str) -> list[str]:
-    table, _, name = column.partition(".")
-    if table not in tables or not tables[table][1]:
-        return []
-    columns, rows = tables[table]
-    return [row[columns.index(name)] for row in rows if row[columns.index(name)] is not None]
 
 
 def _cell(value: str, data_type: str) -> str:

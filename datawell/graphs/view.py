@@ -5,14 +5,13 @@ reads everything through the query tools and the verified examples, never the da
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from datawell.ontology.links import MatchType
 from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog
 from datawell.tools.examples import Example, render_examples
-from datawell.tools.linking import named_columns
 from datawell.tools.ql import LinkEnds, Who
 
 NO_LINKS = "(none)"
@@ -87,23 +86,15 @@ def render_links(catalog: Catalog, links: list[LinkEnds]) -> str:
 @dataclass(frozen=True)
 class Described:
     """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
-    `table.column` names the catalog shows, whether pruning left tables out, and the
-    columns whose names the question says (tools/linking.py)."""
+    `table.column` names the catalog shows, and whether pruning left tables out."""
 
     catalog: str
     links: str
     columns: list[str]
     pruned: bool = False
-    named: list[str] = field(default_factory=list)
 
     def state(self) -> dict[str, Any]:
-        return {
-            "catalog": self.catalog,
-            "links": self.links,
-            "columns": self.columns,
-            "pruned": self.pruned,
-            "named": self.named,
-        }
+        return {"catalog": self.catalog, "links": self.links, "columns": self.columns, "pruned": self.pruned}
 
 
 @dataclass(frozen=True)
@@ -129,7 +120,6 @@ class NamespaceView:
             links=render_links(shown, links),
             columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
             pruned=len(shown.tables) < len(catalog.tables),
-            named=[n.column for n in named_columns(shown, question)] if question else [],
         )
 
     async def examples_block(self, caller: Caller, namespace: NamespaceRef, question: str) -> str:

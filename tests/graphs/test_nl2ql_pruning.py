@@ -56,22 +56,3 @@ async def test_a_small_namespace_is_shown_whole(
     )
 
     assert "table customers" in chat_model.prompts()[0] and out["pruned"] is False
-
-
-async def test_a_repair_hears_the_columns_the_question_names(
-    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
-) -> None:
-    chat_model.script += [
-        QueryDraft(reasoning="", query="SELECT customer_city FROM orders"),
-        QueryDraft(reasoning="", query="SELECT city, COUNT(*) FROM customers GROUP BY city"),
-    ]
-    tools.rows["SELECT city, COUNT(*) FROM customers GROUP BY city"] = [{"city": "Oslo", "count": 2}]
-
-    await build_graph(query_deps(services)).ainvoke(
-        {"question": "How many customers live in each city?"},
-        context=QueryContext(caller=shop.caller, namespace=shop.namespace),
-    )
-
-    first, repair = chat_model.prompts()
-    assert "How many customers live in each city?\n\nTask: write the query." in first
-    assert "How many customers live in each city?\nColumns the question names: customers.city." in repair

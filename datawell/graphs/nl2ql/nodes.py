@@ -22,7 +22,6 @@ from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
-from datawell.tools.linking import named_block
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
 
@@ -91,10 +90,6 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
         examples=examples,
         question=state["question"],
-        # Only a repair hears which columns the question names: said on the first attempt, the
-        # name crowds out the item it belongs to ("the course and its enrolment" came back as
-        # the enrolment alone), docs/decisions.md.
-        named=named_block(state.get("named", [])) if feedback else "",
         feedback=f"\n{feedback}" if feedback else "",
     )
     if budget and spent + (needed := prompt_tokens(messages)) > budget:
@@ -240,10 +235,8 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         update = {"feedback": feedback, "missing": missing}
         update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
-            # The pruned catalog may have left out what the query needs: the next attempt sees it
-            # all (the columns the question names stay as they were).
-            widened = (await deps.view.describe(context.caller, context.namespace)).state()
-            update |= {k: v for k, v in widened.items() if k != "named"}
+            # The pruned catalog may have left out what the query needs: the next attempt sees it all.
+            update |= (await deps.view.describe(context.caller, context.namespace)).state()
         return settle(state, update)
     return update | {"prepared": prepared}
 

@@ -38,8 +38,6 @@ class QueryInput(TypedDict, total=False):
     # The catalog shows only the tables relevant to the question (schema pruning); a query
     # naming an unknown table or column widens it to the whole catalog.
     pruned: bool
-    # The columns whose names the question says, named under it (tools/linking.py).
-    named: list[str]
     # The verified examples most like the question, as few-shot text ("" for none); looked up
     # by the first generate when not given.
     examples: str
