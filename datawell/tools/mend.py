@@ -29,6 +29,8 @@ it (the reasoning says what changed):
   with itself).
 - **Unix seconds in a date function.** `strftime('%m', departure_time)` of a column that
   holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
+- **The year of a column of years.** `strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of
+  an integer column that holds years (tools/checker/dates.py): the column itself.
 
 Pure functions of the query text and the catalog. A query that does not parse, or that none
 of the rules change, comes back as it was."""
@@ -43,7 +45,7 @@ from sqlglot import exp
 
 from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
 from datawell.tools.checker.allowed import QL_DIALECT
-from datawell.tools.checker.dates import date_columns
+from datawell.tools.checker.dates import column_holds, date_columns
 from datawell.tools.coverage import singular
 from datawell.tools.names import parts
 
@@ -78,7 +80,8 @@ def mend(query: str, catalog: Catalog) -> Mended:
         changes += _join_missing(select, sources, catalog, defined)
         changes += _requalify(select, sources, defined)
         changes += _epoch_to_timestamps(select, sources)
-    return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
+        changes += _years_as_stored(select, sources)
+    return Mended(tree.sql(dialect=QL_DIALECT), list(dict.fromkeys(changes))) if changes else Mended(query)
 
 
 def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
@@ -316,6 +319,35 @@ def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list
         column.replace(exp.UnixToTime(this=column.copy()))
         changes.append(f"{column.sql(dialect=QL_DIALECT)} holds Unix seconds: read as to_timestamp()")
     return changes
+
+
+def _years_as_stored(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    """`strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of a column that holds years as
+    integers: the year is the column as stored."""
+    changes: list[str] = []
+    for function, column in list(date_columns(select)):  # listed first: the loop replaces what it walks
+        if column.find_ancestor(exp.Select) is not select or not _takes_the_year(function):
+            continue
+        holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
+        if len(holders) != 1 or column_holds(holders[0].info, _exact(holders[0].info, column.name)) != "years":
+            continue
+        said = function.sql(dialect=QL_DIALECT)
+        function.replace(column.copy())
+        changes.append(f"{column.sql(dialect=QL_DIALECT)} holds years: {said} read as the column")
+    return changes
+
+
+def _takes_the_year(function: exp.Expr) -> bool:
+    if isinstance(function, exp.Extract):
+        return function.name.upper() == "YEAR"
+    if isinstance(function, exp.Anonymous) and function.name.lower() == "strftime":
+        form = function.expressions[0] if function.expressions else None
+        return isinstance(form, exp.Literal) and form.this == "%Y" and len(function.expressions) == 2
+    return False
+
+
+def _exact(info: TableInfo, name: str) -> str:
+    return next((c for c in info.columns if c.lower() == name.lower()), name)
 
 
 def _holds_seconds(info: TableInfo, name: str) -> bool:

@@ -183,7 +183,8 @@ async def test_a_step_that_gives_up_is_reported_and_the_run_still_answers(
 ) -> None:
     chat_model.script += [
         PlanOutput(query="SELECT shoe_size FROM customers"),
-        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
+        # Each repair sends the query back, and so does its second ask without the query.
+        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 4,
         "The shoe sizes could not be found [1].",
     ]
 
@@ -291,7 +292,7 @@ async def test_caller_context_is_background_and_never_widens_access(
     # A model that believes the fact and tries to read bob's namespace.
     chat_model.script += [
         PlanOutput(query=stolen),
-        *[QueryDraft(query=stolen)] * 2,
+        *[QueryDraft(query=stolen)] * 4,  # two repairs, each asked again without the query
         "I could not read the salaries [1].",
     ]
     tools.rows[stolen] = [{"salary": 999999}]
@@ -466,7 +467,8 @@ async def test_the_token_budget_stops_repairs_inside_a_step(
     chat_models.model = model = MeteredModel(
         [
             PlanOutput(query="SELECT shoe_size FROM customers"),
-            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 2,
+            # Each repair sends the query back, and so does its second ask without the query.
+        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 4,
         ]
     )
 

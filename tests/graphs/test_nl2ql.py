@@ -380,6 +380,36 @@ async def test_when_no_candidate_runs_the_first_is_repaired(
     assert f"Your previous query was:\n{bad}" in chat_model.prompts()[2]
 
 
+async def test_a_repair_that_sends_the_refused_query_back_is_asked_again_without_it(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: the small model, shown its refused query, sends it back word for word; the
+    service asks once more with only the problems, and that query runs as the second attempt."""
+    bad = "SELECT town FROM customers"
+    chat_model.script += [QueryDraft(query=bad), QueryDraft(query=f"{bad};"), QueryDraft(query=OSLO)]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert isinstance(events[0], QueryGenerated) and (events[0].query, events[0].attempts) == (OSLO, 2)
+    repair, blind = chat_model.prompts()[1:]
+    assert f"Your previous query was:\n{bad}\nIt was refused: " in repair
+    assert bad not in blind and "A first query was refused: " in blind
+    assert blind.endswith("Write a query that avoids these problems and follows the rules.")
+
+
+async def test_a_repair_that_writes_another_query_is_not_asked_again(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    chat_model.script += [QueryDraft(query="SELECT town FROM customers"), QueryDraft(query=OSLO)]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert isinstance(events[0], QueryGenerated) and events[0].query == OSLO
+    assert len(chat_model.calls) == 2
+
+
 async def test_a_question_whose_subject_no_dataset_holds_is_refused_before_any_model_call(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

@@ -96,9 +96,20 @@ def test_unix_seconds_in_a_date_function_are_read_as_a_timestamp() -> None:
     assert extracted.query == "SELECT EXTRACT(MONTH FROM TO_TIMESTAMP(f.departure_time)) FROM flight AS f"
 
 
+def test_the_year_of_a_column_of_years_is_the_column() -> None:
+    """The checker refuses `strftime('%Y', year)` of integer years, and the small model sends
+    it back unchanged: the year it asks for is the column as stored."""
+    query = "SELECT strftime('%Y', s.year) AS y, COUNT(*) FROM season AS s GROUP BY strftime('%Y', s.year)"
+
+    found = mend(query, FLIGHTS)
+
+    assert found.query == "SELECT s.year AS y, COUNT(*) FROM season AS s GROUP BY s.year"
+    assert found.changes == ["s.year holds years: STRFTIME('%Y', s.year) read as the column"]
+    assert mend("SELECT EXTRACT(YEAR FROM year) FROM season", FLIGHTS).query == "SELECT year FROM season"
+
+
 def test_other_numbers_in_a_date_function_are_left_to_the_checker() -> None:
-    """A year is compared as stored; the checker says so, and the model repairs it."""
-    assert mend("SELECT strftime('%Y', year) FROM season", FLIGHTS).changes == []
+    assert mend("SELECT strftime('%m', year) FROM season", FLIGHTS).changes == []  # no month in a year
     assert mend("SELECT strftime('%Y', flight_id) FROM flight", FLIGHTS).changes == []
 
 

@@ -7,6 +7,7 @@ import asyncio
 import re
 from typing import Any, Literal, cast
 
+from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
@@ -30,16 +31,28 @@ NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a quer
 DONE = cast(Literal["__end__"], END)
 
 
-def failure_feedback(query: str, exc: QueryError, what: str = "It was refused", hints: list[str] | None = None) -> str:
-    lines = [f"Your previous query was:\n{query}", f"{what}: {exc.message}"]
-    lines += [f"- {s.message}" for s in exc.sub_errors]
+def failure_feedback(query: str, exc: QueryError, what: str = "was refused", hints: list[str] | None = None) -> str:
+    """What the next attempt is told of a failed query: the query, then its problems."""
+    lines = [f"Your previous query was:\n{query}", *_problems(exc, f"It {what}", hints)]
+    return "\n".join([*lines, "Write a corrected query that follows the rules."])
+
+
+def blind_feedback(exc: QueryError, what: str = "was refused", hints: list[str] | None = None) -> str:
+    """The problems of a failed query without the query itself. Shown its refused query, the
+    small query writer tends to send it back word for word, at any temperature; told only
+    what was wrong, it writes the query anew (see `generate`)."""
+    lines = _problems(exc, f"A first query {what}", hints)
+    return "\n".join([*lines, "Write a query that avoids these problems and follows the rules."])
+
+
+def _problems(exc: QueryError, opening: str, hints: list[str] | None) -> list[str]:
+    lines = [f"{opening}: {exc.message}", *(f"- {s.message}" for s in exc.sub_errors)]
     if exc.detail:
         lines.append(exc.detail)
     if hints:
         lines.append("What the whole catalog says of those names:")
         lines += [f"- {hint}" for hint in hints]
-    lines.append("Write a corrected query that follows the rules.")
-    return "\n".join(lines)
+    return lines
 
 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -117,16 +130,36 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         reply = await ask_structured(model, QueryDraft, messages, columns)
         spent += reply.tokens
     # --- end issue 27 ---
+    # --- issue 27: a repair that sends the refused query back is asked again without it ---
+    if (blind := state.get("blind_feedback")) and _same_query(reply.parsed, state.get("draft", "")):
+        messages[-1] = HumanMessage(str(messages[-1].content).replace(feedback, blind))
+        reply = await ask_structured(model, QueryDraft, messages, columns)
+        spent += reply.tokens
+    # --- end issue 27 ---
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent, "examples": examples}
     draft = reply.parsed
     if draft is None or not (draft.query.strip() or draft.refusal.strip()):
         update["feedback"] = "Your previous reply did not follow the required format: give a query or a refusal."
-        update["draft"] = ""
+        update["draft"] = update["blind_feedback"] = ""
         return settle(state, update | _give_up_if_spent(attempts, deps, update["feedback"]))
     if not draft.query.strip():
         return settle(state, update | {"refusal": draft.refusal.strip()})
-    return update | {"draft": draft.query.strip(), "reasoning": "written by the query model", "feedback": ""}
+    return update | {
+        "draft": draft.query.strip(),
+        "reasoning": "written by the query model",
+        "feedback": "",
+        "blind_feedback": "",
+    }
+
+
+def _same_query(draft: QueryDraft | None, refused: str) -> bool:
+    """Whether a reply's query is the refused one again (spaces and a final semicolon aside)."""
+
+    def plain(query: str) -> str:
+        return " ".join(query.split()).rstrip(";").strip()
+
+    return draft is not None and bool(refused.strip()) and plain(draft.query) == plain(refused)
 
 
 async def vote_on_candidates(
@@ -232,7 +265,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
                 )
         # --- end issue 27 ---
         feedback = failure_feedback(state["draft"], exc, hints=hints)
-        update = {"feedback": feedback, "missing": missing}
+        update = {"feedback": feedback, "blind_feedback": blind_feedback(exc, hints=hints), "missing": missing}
         update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
@@ -250,8 +283,9 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     except QueryError as exc:
         # Run-time failures (a type mismatch the checker could not see, the time limit)
         # get the same bounded repair as refusals.
-        feedback = failure_feedback(query, exc, "It failed when it ran")
-        return settle(state, {"feedback": feedback} | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
+        feedback = failure_feedback(query, exc, "failed when it ran")
+        update = {"feedback": feedback, "blind_feedback": blind_feedback(exc, "failed when it ran")}
+        return settle(state, update | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
     found = ResultRows(query=result.query, rows=result.rows, truncated=result.truncated)
     problem = doubt(state["question"], result.query, result.rows)
     vouched = query == state.get("verified")
@@ -259,7 +293,7 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         feedback = (
             f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
         )
-        return {"feedback": feedback, "doubted": found, "reasoning": reasoning}
+        return {"feedback": feedback, "blind_feedback": "", "doubted": found, "reasoning": reasoning}
     return finish(found, reasoning, state.get("attempts", 1))
 
 

@@ -66,6 +66,7 @@ class QueryState(QueryInput, total=False):
     prepared: CompiledQuery
     reasoning: str
     feedback: str  # why the latest attempt failed, for the next one
+    blind_feedback: str  # the same without the failed query: asked again when a repair repeats it
     query: str  # the query that ran
     rows: list[dict[str, Any]]
     truncated: bool
