@@ -313,8 +313,8 @@ def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list
     for _, column in list(date_columns(select)):  # listed first: the loop replaces what it walks
         if column.find_ancestor(exp.Select) is not select:
             continue
-        holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
-        if len(holders) != 1 or not _holds_seconds(holders[0].info, column.name):
+        holder = _holder(column, sources)
+        if holder is None or not _holds_seconds(holder.info, column.name):
             continue
         column.replace(exp.UnixToTime(this=column.copy()))
         changes.append(f"{column.sql(dialect=QL_DIALECT)} holds Unix seconds: read as to_timestamp()")
@@ -328,8 +328,8 @@ def _years_as_stored(select: exp.Select, sources: dict[str, Source]) -> list[str
     for function, column in list(date_columns(select)):  # listed first: the loop replaces what it walks
         if column.find_ancestor(exp.Select) is not select or not _takes_the_year(function):
             continue
-        holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
-        if len(holders) != 1 or column_holds(holders[0].info, _exact(holders[0].info, column.name)) != "years":
+        holder = _holder(column, sources)
+        if holder is None or column_holds(holder.info, _exact(holder.info, column.name)) != "years":
             continue
         said = function.sql(dialect=QL_DIALECT)
         function.replace(column.copy())
@@ -346,11 +346,19 @@ def _takes_the_year(function: exp.Expr) -> bool:
     return False
 
 
+def _holder(column: exp.Column, sources: dict[str, Source]) -> Source | None:
+    """The one table of the SELECT the column is read from (by its qualifier, or the only
+    table that has it), else None."""
+    holders = [s for a, s in sources.items() if s.has(column.name) and column.table.lower() in ("", a)]
+    return holders[0] if len(holders) == 1 else None
+
+
 def _exact(info: TableInfo, name: str) -> str:
+    """The column's name as the table spells it."""
     return next((c for c in info.columns if c.lower() == name.lower()), name)
 
 
 def _holds_seconds(info: TableInfo, name: str) -> bool:
-    exact = next((c for c in info.columns if c.lower() == name.lower()), name)
+    exact = _exact(info, name)
     hint = info.hints.get(exact)
     return hint is not None and unix_seconds(exact, info.column_descriptions.get(exact, ""), hint)

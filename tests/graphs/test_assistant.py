@@ -468,7 +468,7 @@ async def test_the_token_budget_stops_repairs_inside_a_step(
         [
             PlanOutput(query="SELECT shoe_size FROM customers"),
             # Each repair sends the query back, and so does its second ask without the query.
-        *[QueryDraft(query="SELECT shoe_size FROM customers")] * 4,
+            *[QueryDraft(query="SELECT shoe_size FROM customers")] * 4,
         ]
     )
 

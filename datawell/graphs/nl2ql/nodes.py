@@ -7,7 +7,7 @@ import asyncio
 import re
 from typing import Any, Literal, cast
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
@@ -92,19 +92,23 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     examples = state.get("examples")
     if examples is None:
         examples = await deps.view.examples_block(runtime.context.caller, runtime.context.namespace, state["question"])
-    messages = stage_messages(
-        deps.prompts,
-        "nl2ql_generate",
-        namespace=str(runtime.context.namespace),
-        dialect=deps.dialect,
-        catalog=state.get("catalog", ""),
-        links=state.get("links", NO_LINKS),
-        helper_prompt=helper_block(runtime.context.helper_prompt),
-        context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
-        examples=examples,
-        question=state["question"],
-        feedback=f"\n{feedback}" if feedback else "",
-    )
+
+    def prompt(told: str) -> list[BaseMessage]:
+        return stage_messages(
+            deps.prompts,
+            "nl2ql_generate",
+            namespace=str(runtime.context.namespace),
+            dialect=deps.dialect,
+            catalog=state.get("catalog", ""),
+            links=state.get("links", NO_LINKS),
+            helper_prompt=helper_block(runtime.context.helper_prompt),
+            context=f"{state['context'].strip()}\n\n" if state.get("context", "").strip() else "",
+            examples=examples,
+            question=state["question"],
+            feedback=f"\n{told}" if told else "",
+        )
+
+    messages = prompt(feedback)
     if budget and spent + (needed := prompt_tokens(messages)) > budget:
         return settle(
             state,
@@ -131,10 +135,12 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         spent += reply.tokens
     # --- end issue 27 ---
     # --- issue 27: a repair that sends the refused query back is asked again without it ---
+    # (within the run's token budget, as every ask is)
     if (blind := state.get("blind_feedback")) and _same_query(reply.parsed, state.get("draft", "")):
-        messages[-1] = HumanMessage(str(messages[-1].content).replace(feedback, blind))
-        reply = await ask_structured(model, QueryDraft, messages, columns)
-        spent += reply.tokens
+        messages = prompt(blind)
+        if not budget or spent + prompt_tokens(messages) <= budget:
+            reply = await ask_structured(model, QueryDraft, messages, columns)
+            spent += reply.tokens
     # --- end issue 27 ---
     attempts += 1
     update: dict[str, Any] = {"attempts": attempts, "tokens": spent, "examples": examples}
