@@ -137,6 +137,11 @@ _SUBJECT = [
     re.compile(
         r"^(?:list|show|give|find|return|get|name|display)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?(?:the\s+)?(.+?)" + _END
     ),
+    # "how many times was each publication downloaded": what is counted is the verb's event
+    re.compile(
+        r"^how\s+(?:many\s+times|often)\s+(?:is|are|was|were|has|have|had)\s+(?:been\s+)?.+?\s+"
+        r"(\w+ed)\b"
+    ),
     re.compile(r"^how\s+many\s+(.+?)(?:\s+(?:are|is|were|was|did|do|does|have|has|had|can|will)\b|" + _END[3:]),
     re.compile(r"^how\s+much\s+(?:does|do|did|is|was|will)\s+(?:a\s+|an\s+|the\s+)?(.+?)\s+cost\b"),
 ]
@@ -144,7 +149,8 @@ _SUBJECT = [
 
 def subject(question: str) -> list[str]:
     """The content words of what the question asks for, by its opening ("what is the X of",
-    "how many X were", "list the X", "how much does X cost"); [] when it opens otherwise."""
+    "how many X were", "how many times was ... X-ed", "list the X", "how much does X cost");
+    [] when it opens otherwise."""
     first_line = question.strip().lower().split("\n", 1)[0]
     for pattern in _SUBJECT:
         if found := pattern.search(first_line):

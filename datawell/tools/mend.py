@@ -6,6 +6,10 @@ same query back. Three slips have only one sensible reading, so the service mend
 itself when the checker refuses a query, and runs the mended query if the checker accepts
 it (the reasoning says what changed):
 
+- **A table that is no dataset, joined for columns another table has.** `FROM publication AS
+  p JOIN reference AS r ON p.pid = r.pid ORDER BY r.reference_num`, where no dataset is
+  named `reference` and `publication` has `reference_num` (and `pid`): the join goes and
+  `r.reference_num` is read as `p.reference_num`.
 - **A column name one letter or two off.** `student.declared_major` where `student` has
   `declare_major` and no other column as close (difflib's ratio at least 0.85), and no table
   of the SELECT has `declared_major`: the column is read by its name.
@@ -31,6 +35,19 @@ it (the reasoning says what changed):
   holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
 - **The year of a column of years.** `strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of
   an integer column that holds years (tools/checker/dates.py): the column itself.
+
+One more rule runs before any query runs (`reroute_joins`), because the query it mends is
+valid and runs, with the wrong rows:
+
+- **A join of two different keys.** `FROM domain AS d JOIN publication AS p ON d.did =
+  p.jid` equates a domain's key with a journal's: it runs, and pairs each domain with the
+  publications of the journal that happens to have the same number. When both columns are
+  keys (by name: a table's singular with `_id`, `_code`, `_no` or `_number`, or its initial
+  with `id`, held by that table) of two different tables, and exactly one other dataset
+  holds the two tables' own keys (`domain_publication`: `did`, `pid`), or else the two
+  columns the condition names (of several, the one whose own key is one of them), the join
+  goes through it: `JOIN domain_publication ON d.did =
+  domain_publication.did JOIN publication AS p ON domain_publication.pid = p.pid`.
 
 Pure functions of the query text and the catalog. A query that does not parse, or that none
 of the rules change, comes back as it was."""
@@ -74,6 +91,7 @@ def mend(query: str, catalog: Catalog) -> Mended:
     defined = _aliases(tree)
     for select in list(tree.find_all(exp.Select)):
         sources = _sources(select, catalog)
+        changes += _phantom_joins(select, sources, catalog, tree)
         changes += _near_names(select, sources)
         changes += _swap_tables(select, sources, catalog)
         changes += _bridge_joins(select, sources, catalog, defined)
@@ -82,6 +100,20 @@ def mend(query: str, catalog: Catalog) -> Mended:
         changes += _epoch_to_timestamps(select, sources)
         changes += _years_as_stored(select, sources)
     return Mended(tree.sql(dialect=QL_DIALECT), list(dict.fromkeys(changes))) if changes else Mended(query)
+
+
+def reroute_joins(query: str, catalog: Catalog) -> Mended:
+    """The query with each join of two different tables' keys read through the dataset that
+    links them (see the module's docstring); unchanged when there is none or no one bridge."""
+    try:
+        tree = sqlglot.parse_one(query, read=QL_DIALECT)
+    except sqlglot.errors.SqlglotError:
+        return Mended(query)
+    changes: list[str] = []
+    defined = _aliases(tree)
+    for select in list(tree.find_all(exp.Select)):
+        changes += _crossed_keys(select, _sources(select, catalog), catalog, defined)
+    return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
 
 
 def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
@@ -109,6 +141,40 @@ def _aliases(tree: exp.Expr) -> set[str]:
 def _own_columns(select: exp.Select) -> list[exp.Column]:
     """The columns this SELECT reads itself (not those of its subqueries)."""
     return [c for c in select.find_all(exp.Column) if c.name and c.find_ancestor(exp.Select) is select]
+
+
+def _phantom_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, tree: exp.Expr) -> list[str]:
+    """A join of a table no dataset is named, on a column it shares by name with a table of
+    the SELECT that also has every other column read through it: the join is dropped and
+    those columns are read from that table."""
+    changes: list[str] = []
+    known = {t.name.lower() for t in catalog.tables} | {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    for join in list(select.args.get("joins") or []):
+        node, condition = join.this, join.args.get("on")
+        if (
+            not isinstance(node, exp.Table)
+            or node.db
+            or node.name.lower() in known
+            or not isinstance(condition, exp.EQ)
+        ):
+            continue
+        alias = node.alias_or_name.lower()
+        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
+        if len(sides) != 2 or sides[0].name.lower() != sides[1].name.lower():
+            continue
+        other = next((c.table for c in sides if c.table.lower() != alias), "")
+        holder = sources.get(other.lower())
+        read = [c for c in _own_columns(select) if c.table.lower() == alias and c.find_ancestor(exp.Join) is not join]
+        if holder is None or not all(holder.has(c.name) for c in read):
+            continue
+        for column in read:
+            column.set("table", exp.to_identifier(other))
+        join.pop()
+        changes.append(
+            f"no dataset is named {node.name}: its {', '.join(dict.fromkeys(c.name for c in read)) or 'join'} "
+            f"read from {holder.info.name}"
+        )
+    return changes
 
 
 def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
@@ -197,6 +263,88 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
             f"{lacking.info.name} has no {inner.name}: joined through {bridge.name}, which has {inner.name} and {key}"
         )
     return changes
+
+
+def _crossed_keys(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+    changes: list[str] = []
+    read = {s.info.name for s in sources.values()}
+    joins = select.args.get("joins") or []
+    for join in list(joins):
+        condition = join.args.get("on")
+        target = next((a for a, s in sources.items() if s.node is join.this), None)
+        if target is None or not isinstance(condition, exp.EQ):
+            continue
+        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
+        if len(sides) != 2 or sides[0].name.lower() == sides[1].name.lower():
+            continue
+        inner = next((c for c in sides if c.table.lower() == target), None)
+        outer = next((c for c in sides if c.table.lower() != target and c.table.lower() in sources), None)
+        if inner is None or outer is None:
+            continue
+        near, far = sources[outer.table.lower()], sources[target]
+        keyed = (_keyed_by(catalog, outer.name), _keyed_by(catalog, inner.name))
+        if not keyed[0] or not keyed[1] or keyed[0] & keyed[1]:
+            continue
+        bridge = _bridge(catalog, read, near.info, far.info, outer.name, inner.name)
+        if bridge is None:
+            continue
+        table, (near_key, far_key) = bridge
+        linked, alias = _new_table(table.name, defined)
+        read.add(table.name)
+        joins.insert(
+            joins.index(join),
+            exp.Join(
+                this=linked,
+                on=exp.EQ(this=exp.column(near_key, table=outer.table), expression=exp.column(near_key, table=alias)),
+                kind=join.args.get("kind"),
+                side=join.args.get("side"),
+            ),
+        )
+        join.set("on", exp.EQ(this=exp.column(far_key, table=alias), expression=exp.column(far_key, table=inner.table)))
+        changes.append(
+            f"{outer.sql(dialect=QL_DIALECT)} and {inner.sql(dialect=QL_DIALECT)} are keys of different tables: "
+            f"{near.info.name} and {far.info.name} joined through {table.name} ({near_key}, {far_key})"
+        )
+    return changes
+
+
+def _keyed_by(catalog: Catalog, column: str) -> set[str]:
+    """The tables whose key a column of this name is, by its name (`_key_names`)."""
+    name = column.lower()
+    return {table.name for table in catalog.tables if name in _key_names(table)}
+
+
+def _key_names(table: TableInfo) -> set[str]:
+    """A table's own key, by its name, among its columns: its singular with `_id`, `_code`,
+    `_no` or `_number`; else its name's last word's; else, for a one-word name, its initial
+    with `id`."""
+    columns = {c.lower() for c in table.columns}
+    whole = singular(table.name.lower())
+    for stem in (whole, singular(whole.rsplit("_", 1)[-1])):  # `offering_id` of course_offering
+        if names := {f"{stem}_{suffix}" for suffix in ("id", "code", "no", "number")} & columns:
+            return names
+    if "_" in whole:  # domain_journal is a link, not a thing with a key
+        return set()
+    return {f"{whole[:1]}id"} & columns  # academic's `aid` of author, `pid` of publication
+
+
+def _bridge(
+    catalog: Catalog, read: set[str], near: TableInfo, far: TableInfo, near_column: str, far_column: str
+) -> tuple[TableInfo, tuple[str, str]] | None:
+    """The one dataset not read yet that holds both tables' own keys, else the one that holds
+    both columns the join named, with the two column names (the near table's first)."""
+    own = (_key_names(near), _key_names(far))
+    pairs = [(a, b) for a in own[0] for b in own[1] if a != b]
+    for pair in [*pairs, (near_column.lower(), far_column.lower())]:
+        holders = [t for t in catalog.tables if t.name not in read and set(pair) <= {c.lower() for c in t.columns}]
+        if len(holders) > 1:  # the one whose own key is one of the two: course_offering's offering_id
+            keyed = [t for t in holders if _key_names(t) & set(pair)]
+            if len(keyed) != 1:
+                return None  # more than one path: the model's is as good a guess as any
+            holders = keyed
+        if holders:
+            return holders[0], (_exact(holders[0], pair[0]), _exact(holders[0], pair[1]))
+    return None
 
 
 def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:

@@ -14,6 +14,13 @@ too. Two facts from the whole catalog end that:
   itself asks for ("the email address of each author" → `author.email`): the data cannot
   answer, and the question is declined with QUERY_REFUSED instead of three repairs that can
   only invent more columns.
+- **That no column is named like it, when the repairs have run out.** A name the question
+  asks for that no column or table is named like, though a description mentions its words
+  ("the phone number of each customer's contact", where a sales channel's description lists
+  "web shop, sales rep, EDI or phone"): the first attempts are told to use only the listed
+  columns; when the last one still needs the name, the question is declined with
+  QUERY_REFUSED rather than ended with "no valid query". Only where the run would end in an
+  error anyway, so no answerable question loses an answer.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ PART = re.compile(r"[a-z]+|[0-9]+")
 class NameTriage:
     places: dict[str, list[str]] = field(default_factory=dict)  # name -> "table.column" where it or its words are
     absent: list[str] = field(default_factory=list)  # names the question asks for that nothing in the catalog holds
+    # names the question asks for that no column or table is named like, though a description
+    # or a value may mention their words ("phone" among a sales channel's kinds)
+    unplaced: list[str] = field(default_factory=list)
 
     def hints(self) -> list[str]:
         """One line per name that has a place, for the repair's feedback."""
@@ -85,14 +95,17 @@ def triage(names: list[str], catalog: Catalog, question: str, used: list[str] | 
     asked = set(content_words(question))
     places: dict[str, list[str]] = {}
     absent: list[str] = []
+    unplaced: list[str] = []
     for name in names:
         mine = own_words(name)
         found = [f"{t}.{c}" for t, c in columns if c.lower() == name.lower()] or _alike(mine, catalog)
         if found:
             places[name] = found[:PLACES]
-        elif mine and not any(word_match(w, words) for w in mine) and any(word_match(w, asked) for w in mine):
-            absent.append(name)
-    return NameTriage(places=places, absent=absent)
+        elif mine and any(word_match(w, asked) for w in mine):
+            unplaced.append(name)
+            if not any(word_match(w, words) for w in mine):
+                absent.append(name)
+    return NameTriage(places=places, absent=absent, unplaced=unplaced)
 
 
 def _alike(mine: list[str], catalog: Catalog) -> list[str]:
@@ -113,6 +126,8 @@ def _shared(mine: list[str], theirs: list[str]) -> int:
     return sum(1 for w in mine if word_match(w, words))
 
 
-def refusal(triage: NameTriage, catalog: Catalog) -> str:
-    """The refusal of a question whose subject no dataset holds, naming what they do hold."""
-    return nothing_like(", ".join(" ".join(parts(n)) for n in triage.absent), catalog)
+def refusal(triage: NameTriage, catalog: Catalog, *, unplaced: bool = False) -> str:
+    """The refusal of a question whose subject no dataset holds (`unplaced`: no column is
+    named like it), naming what they do hold."""
+    names = triage.unplaced if unplaced else triage.absent
+    return nothing_like(", ".join(" ".join(parts(n)) for n in names), catalog)

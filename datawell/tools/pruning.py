@@ -10,8 +10,10 @@ questions (llama.cpp reuses the cached prefix). Relevance, per table:
 - lexical matches: a table or column name, or one of its sample values, in the question.
 
 The best-scoring tables are the seeds; tables on the shortest link path between two seeds
-come next (a join needs both ends and everything between), then the seeds' direct
-neighbours, best first, up to `keep` tables. The catalog keeps its order. Pruning is only
+come next (a join needs both ends and everything between), then the tables of columns the
+question names whole (`named_columns`: "students who found the instructor hilarious" needs
+course_tags_count's `hilarious`, though course, instructor and student are named outright),
+then the seeds' direct neighbours, best first, up to `keep` tables. The catalog keeps its order. Pruning is only
 a first try: the nl2ql graph widens to the full catalog when a query names something the
 pruned one left out."""
 
@@ -25,6 +27,8 @@ from dataclasses import dataclass, replace
 
 from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.coverage import STOPWORDS
+from datawell.tools.names import GENERIC
 
 SEEDS = 3  # tables chosen on their own score; the rest join them
 NAME_MATCH = 1.0  # a table named in the question outranks any embedding score
@@ -72,6 +76,36 @@ def lexical_score(table: TableInfo, question: str) -> float:
     if matched:
         score += VALUE_MATCH * min(max(matched), 3) / 3
     return score
+
+
+def named_columns(catalog: Catalog, question: str) -> set[str]:
+    """The tables holding a column the question's first line names whole ("hilarious",
+    "clear grading") that no other table has, by a word that says what it is about (not `id`,
+    `number`, `year` or `how`). The lines after the first are instructions, which name
+    columns as examples ("filter airport, city, country names using ILIKE")."""
+    words = _words(question.strip().split("\n", 1)[0])
+    holders: dict[str, list[str]] = {}
+    for table in catalog.tables:
+        for column in table.columns:
+            holders.setdefault(column.lower(), []).append(table.name)
+    named = {
+        (table.name, frozenset(own))
+        for table in catalog.tables
+        for column in table.columns
+        if len(holders[column.lower()]) == 1
+        and (own := _name_words(column)) <= words
+        and own - GENERIC - STOPWORDS
+        and not _table_word(own, catalog)
+    }
+    # `score` goes when `clarity_score` is named too: the longer name is what was meant
+    return {table for table, own in named if not any(own < other for _, other in named)}
+
+
+def _table_word(own: set[str], catalog: Catalog) -> bool:
+    """A one-word column name that is a table's name said as a verb or plural: "cited" is cite's."""
+    return len(own) == 1 and any(
+        next(iter(own)).startswith(name) for t in catalog.tables for name in _name_words(t.name) if len(name) >= 4
+    )
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
@@ -134,6 +168,8 @@ class SchemaPruner:
                 between = [t for t in _path(first, second, graph) if t not in chosen]
                 if len(chosen) + len(between) <= keep:
                     chosen += between
+        named = [t for t in ranked if t in named_columns(catalog, question) and t not in chosen]
+        chosen += named[: max(0, keep - len(chosen))]
         linked = {n for t in chosen for n in graph.get(t, []) if n not in chosen}
         chosen += [t for t in ranked if t in linked][: max(0, keep - len(chosen))]
         return replace(catalog, tables=[t for t in catalog.tables if t.name in chosen])

@@ -285,6 +285,37 @@ async def test_a_name_the_question_asks_for_gets_one_repair_before_any_refusal(
     assert isinstance(events[1], RowsReady) and events[1].rows == [{"revenue": 120.5}]
 
 
+async def test_a_name_no_column_is_called_like_is_declined_when_the_repairs_run_out(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27 (erp's "phone number of each customer's contact"): "phone" is in a description,
+    so the first attempts are repaired; when the last still reads `phone_number`, which no
+    column is named like, the data cannot answer and the question is declined, not failed."""
+    tools.tables[0] = dataclasses.replace(tools.tables[0], description="Customers, who order on the web or by phone")
+    chat_model.script += [QueryDraft(query="SELECT name, phone_number FROM customers")] * 5  # repeats asked again
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the phone number of each customer?"))
+
+    [failed] = events
+    assert isinstance(failed, RunFailed) and failed.error_code == "QUERY_REFUSED"
+    assert failed.message.startswith("the datasets cannot answer this: no dataset holds anything like phone number")
+    assert "customers (id, name, city)" in failed.message
+    assert tools.ran() == []
+
+
+async def test_a_name_a_column_is_called_like_ends_in_an_error_when_the_repairs_run_out(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """`customer_city` shares its word with `city`: the data may answer, the query did not."""
+    chat_model.script += [QueryDraft(query="SELECT customer_city FROM orders")] * 5
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Which city is each customer in?"))
+
+    [failed] = events
+    assert isinstance(failed, RunFailed) and failed.error_code == "QUERY_ERROR"
+    assert failed.message.startswith("no valid query after 3 attempt(s)")
+
+
 async def test_a_repair_is_told_where_an_unknown_name_is_in_the_catalog(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

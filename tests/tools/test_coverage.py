@@ -49,6 +49,9 @@ def test_the_subject_is_what_the_question_opens_by_asking_for() -> None:
     assert subject("How many passengers flew on each flight?") == ["passengers", "flew"]
     assert subject("How much does a checked bag cost on each airline?") == ["checked", "bag"]
     assert subject("List the titles of all publications, newest first") == ["titles"]
+    # "How many times ... X-ed" counts the verb's event, not the things it happened to.
+    assert subject("How many times was each publication downloaded last year?") == ["downloaded"]
+    assert subject("How often were the books borrowed?") == ["borrowed"]
     # Only the first line: sql-eval's questions carry instructions after it.
     assert subject("What is the total cost of fares?\n\nInstructions: use the phone table") == ["cost"]
     # Quantities computed from other values, and questions that open otherwise, have none.

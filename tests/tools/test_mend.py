@@ -5,7 +5,7 @@ from __future__ import annotations
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.mend import mend
+from datawell.tools.mend import mend, reroute_joins
 
 NAMESPACE = NamespaceRef("n1", "alice", "school")
 
@@ -280,3 +280,92 @@ def test_a_name_not_close_to_exactly_one_column_is_left_to_the_model() -> None:
     """`gpa` is a word of `total_gpa`, not a slip of it; an alias is not a column."""
     assert mend("SELECT AVG(gpa) FROM student", STUDENTS).changes == []
     assert mend("SELECT COUNT(*) AS minors FROM student ORDER BY minors", STUDENTS).changes == []
+
+
+DOMAINS = Catalog(
+    NAMESPACE,
+    [
+        table("domain", "did", "name"),
+        table("publication", "pid", "jid", "title", "reference_num"),
+        table("journal", "jid", "name"),
+        table("domain_publication", "did", "pid"),
+        table("domain_journal", "did", "jid"),
+    ],
+)
+
+
+def test_a_join_of_two_tables_keys_goes_through_the_dataset_holding_both_tables_own_keys() -> None:
+    """`d.did = p.jid` pairs a domain with the publications of whichever journal has the same
+    number; domain_publication holds domain's `did` and publication's `pid`."""
+    query = (
+        "SELECT d.name, AVG(p.reference_num) FROM domain AS d "
+        "LEFT JOIN publication AS p ON d.did = p.jid GROUP BY d.name"
+    )
+
+    found = reroute_joins(query, DOMAINS)
+
+    assert found.query == (
+        "SELECT d.name, AVG(p.reference_num) FROM domain AS d "
+        "LEFT JOIN domain_publication ON d.did = domain_publication.did "
+        "LEFT JOIN publication AS p ON domain_publication.pid = p.pid GROUP BY d.name"
+    )
+    assert found.changes == [
+        "d.did and p.jid are keys of different tables: domain and publication joined through "
+        "domain_publication (did, pid)"
+    ]
+
+
+def test_crossed_keys_with_no_dataset_of_the_tables_own_keys_go_through_one_holding_the_two_named() -> None:
+    """offering_instructor's own key is `offering_instructor_id`, and no dataset holds it
+    with course's `course_id`; of the two holding `offering_id` and `course_id`, the one
+    whose own key is `offering_id` (course_offering) is the link, not student_record."""
+    school = Catalog(
+        NAMESPACE,
+        [
+            table("course", "course_id", "name"),
+            table("course_offering", "offering_id", "course_id", "semester"),
+            table("offering_instructor", "offering_instructor_id", "offering_id", "instructor_id"),
+            table("student_record", "student_id", "course_id", "offering_id"),
+        ],
+    )
+    query = "SELECT c.name FROM offering_instructor AS oi JOIN course AS c ON c.course_id = oi.offering_id"
+
+    found = reroute_joins(query, school)
+
+    assert found.query == (
+        "SELECT c.name FROM offering_instructor AS oi "
+        "JOIN course_offering ON oi.offering_id = course_offering.offering_id "
+        "JOIN course AS c ON course_offering.course_id = c.course_id"
+    )
+
+
+def test_joins_of_a_key_with_a_reference_or_with_itself_are_left_as_written() -> None:
+    """`cited` is no table's key; `did` on both sides is the same key."""
+    catalog = Catalog(NAMESPACE, [*DOMAINS.tables, table("cite", "cited", "citing")])
+    for query in (
+        "SELECT p.title FROM publication AS p JOIN cite AS c ON p.pid = c.cited",
+        "SELECT d.name FROM domain AS d JOIN domain_publication AS dp ON d.did = dp.did",
+    ):
+        assert reroute_joins(query, catalog).changes == [], query
+
+
+def test_crossed_keys_with_two_datasets_between_them_are_left_to_the_model() -> None:
+    catalog = Catalog(NAMESPACE, [*DOMAINS.tables, table("journal_domain", "jid", "did")])
+    query = "SELECT j.name FROM journal AS j JOIN domain AS d ON d.did = j.jid"
+
+    assert reroute_joins(query, catalog).changes == []
+
+
+def test_a_join_of_a_table_no_dataset_is_named_goes_when_the_other_table_has_what_it_was_read_for() -> None:
+    query = "SELECT p.title FROM publication AS p JOIN reference AS r ON p.pid = r.pid ORDER BY r.reference_num DESC"
+
+    found = mend(query, DOMAINS)
+
+    assert found.query == "SELECT p.title FROM publication AS p ORDER BY p.reference_num DESC"
+    assert found.changes == ["no dataset is named reference: its reference_num read from publication"]
+
+
+def test_a_join_of_a_table_no_dataset_is_named_stays_when_it_is_read_for_what_no_table_has() -> None:
+    query = "SELECT p.title, r.weight FROM publication AS p JOIN reference AS r ON p.pid = r.pid"
+
+    assert mend(query, DOMAINS).changes == []

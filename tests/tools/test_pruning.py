@@ -13,7 +13,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.pruning import PruneLimits, SchemaPruner
+from datawell.tools.pruning import PruneLimits, SchemaPruner, named_columns
 
 ERP = NamespaceRef(id="ns-erp", owner="evals", name="erp")
 
@@ -107,3 +107,33 @@ async def test_every_gold_query_of_the_erp_suite_keeps_its_tables(erp: tuple[Cat
         kept = names(await pruner.prune(catalog, joins, case.vars.question))
         assert gold <= set(kept), (case.id, gold - set(kept))
         assert len(kept) <= len(catalog.tables) // 2
+
+
+async def test_a_column_the_question_names_whole_brings_its_table() -> None:
+    """Course, instructor and student are named outright and fill the seeds; `hilarious` is a
+    column of course_tags_count alone, so that table is shown too. A generic word (`number`)
+    or a one-word column that is a table's name as a verb (`cited`, cite's) brings nothing."""
+    school = NamespaceRef(id="ns-school", owner="evals", name="advising")
+
+    def table(name: str, *columns: str) -> TableInfo:
+        return TableInfo(name, f"id-{name}", school, f"rows_{name}", "", dict.fromkeys(columns, "integer"), {})
+
+    catalog = Catalog(
+        school,
+        [
+            table("course", "course_id", "number", "clarity_score"),
+            table("course_tags_count", "course_id", "hilarious", "good_feedback"),
+            table("instructor", "instructor_id", "name"),
+            table("student", "student_id", "name"),
+            table("comment_instructor", "instructor_id", "student_id", "score"),
+            table("cite", "cited", "citing"),
+            table("semester", "semester_id", "year"),
+        ],
+    )
+    pruner = SchemaPruner(ZeroEmbedder())
+
+    asked = "How many students found the instructor hilarious per course number?"
+    assert names(await pruner.prune(catalog, [], asked)) == ["course", "course_tags_count", "instructor", "student"]
+    # The score of `clarity_score`, not comment_instructor's `score`; nothing for "cited".
+    asked = "Which course has the best clarity score among those cited?"
+    assert named_columns(catalog, asked) == {"course"}

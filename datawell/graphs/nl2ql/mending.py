@@ -1,5 +1,5 @@
 """What the service does to a query without the model (issue 27): before the checker sees it
-(its shape fitted, its literals matched), and after the checker refused it (slips mended,
+(its shape fitted, crossed keys joined through their link, its literals matched), and after the checker refused it (slips mended,
 unknown names looked up in the whole catalog, a statement that changes data named)."""
 
 from __future__ import annotations
@@ -14,21 +14,26 @@ from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext
 from datawell.tools.catalog import Catalog
 from datawell.tools.literals import match_literals
-from datawell.tools.mend import mend
+from datawell.tools.mend import mend, reroute_joins
 from datawell.tools.names import NameTriage, flagged, query_names, triage
 from datawell.tools.shape import asked_per, fit_shape, group_per_asked
 
 
 async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
-    """The query with its shape fitted to the question (tools/shape.py) and its text literals
-    matched to stored values (tools/literals.py), and what changed, in words."""
+    """The query with its shape fitted to the question (tools/shape.py), a join of two
+    different tables' keys read through the dataset linking them (tools/mend.reroute_joins),
+    and its text literals matched to stored values (tools/literals.py), and what changed, in
+    words."""
     changes: list[str] = []
     if deps.fit_shape:
         shaped = fit_shape(query, question, show_measure=deps.show_measure)
         query = shaped.query
         changes += shaped.changes
-        if asked_per(question):  # the catalog's columns are read only for a question asked "per X"
-            catalog = await deps.tools.catalog(context.caller, context.namespace)
+        catalog = await deps.tools.catalog(context.caller, context.namespace)
+        rerouted = reroute_joins(query, catalog)
+        query = rerouted.query
+        changes += rerouted.changes
+        if asked_per(question):
             grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
             query = grouped.query
             changes += grouped.changes

@@ -23,6 +23,7 @@ from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
+from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
 
@@ -259,6 +260,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
         missing: list[str] = []
+        found: NameTriage | None = None
         if UNKNOWN_NAMES & codes and catalog is not None:
             found = unknown_names(catalog, state["question"], state["draft"], exc)
             if found.absent and state.get("missing"):
@@ -272,7 +274,11 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         # --- end issue 27 ---
         feedback = failure_feedback(state["draft"], exc, hints=hints)
         update = {"feedback": feedback, "blind_feedback": blind_feedback(exc, hints=hints), "missing": missing}
-        update |= _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc))
+        if given_up := _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)):
+            # the last attempt still needs a name no column is called like: the data cannot answer
+            if found is not None and catalog is not None and found.unplaced:
+                return settle(state, {"refusal": names_refusal(found, catalog, unplaced=True)})
+            update |= given_up
         if state.get("pruned") and UNKNOWN_NAMES & codes:
             # The pruned catalog may have left out what the query needs: the next attempt sees it all.
             update |= (await deps.view.describe(context.caller, context.namespace)).state()
