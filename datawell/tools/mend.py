@@ -55,6 +55,7 @@ of the rules change, comes back as it was."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -83,28 +84,22 @@ class Source:
 
 
 def mend(query: str, catalog: Catalog) -> Mended:
-    try:
-        tree = sqlglot.parse_one(query, read=QL_DIALECT)
-    except sqlglot.errors.SqlglotError:
-        return Mended(query)
-    changes: list[str] = []
-    defined = _aliases(tree)
-    for select in list(tree.find_all(exp.Select)):
-        sources = _sources(select, catalog)
-        changes += _phantom_joins(select, sources, catalog, tree)
-        changes += _near_names(select, sources)
-        changes += _swap_tables(select, sources, catalog)
-        changes += _bridge_joins(select, sources, catalog, defined)
-        changes += _join_missing(select, sources, catalog, defined)
-        changes += _requalify(select, sources, defined)
-        changes += _epoch_to_timestamps(select, sources)
-        changes += _years_as_stored(select, sources)
-    return Mended(tree.sql(dialect=QL_DIALECT), list(dict.fromkeys(changes))) if changes else Mended(query)
+    """The refused query with every rule above applied (but `reroute_joins`'s)."""
+    return _apply(query, catalog, _slips)
 
 
 def reroute_joins(query: str, catalog: Catalog) -> Mended:
     """The query with each join of two different tables' keys read through the dataset that
     links them (see the module's docstring); unchanged when there is none or no one bridge."""
+    return _apply(query, catalog, _crossed_keys)
+
+
+Rule = Callable[[exp.Select, dict[str, Source], Catalog, set[str], exp.Expr], list[str]]
+
+
+def _apply(query: str, catalog: Catalog, rule: Rule) -> Mended:
+    """`rule` run on each SELECT of the query (with the datasets it reads and every name
+    defined in the query), and what it changed; the query as it was when nothing changed."""
     try:
         tree = sqlglot.parse_one(query, read=QL_DIALECT)
     except sqlglot.errors.SqlglotError:
@@ -112,8 +107,23 @@ def reroute_joins(query: str, catalog: Catalog) -> Mended:
     changes: list[str] = []
     defined = _aliases(tree)
     for select in list(tree.find_all(exp.Select)):
-        changes += _crossed_keys(select, _sources(select, catalog), catalog, defined)
-    return Mended(tree.sql(dialect=QL_DIALECT), changes) if changes else Mended(query)
+        changes += rule(select, _sources(select, catalog), catalog, defined, tree)
+    return Mended(tree.sql(dialect=QL_DIALECT), list(dict.fromkeys(changes))) if changes else Mended(query)
+
+
+def _slips(
+    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
+) -> list[str]:
+    return [
+        *_phantom_joins(select, sources, catalog, tree),
+        *_near_names(select, sources),
+        *_swap_tables(select, sources, catalog),
+        *_bridge_joins(select, sources, catalog, defined),
+        *_join_missing(select, sources, catalog, defined),
+        *_requalify(select, sources, defined),
+        *_epoch_to_timestamps(select, sources),
+        *_years_as_stored(select, sources),
+    ]
 
 
 def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
@@ -222,28 +232,44 @@ def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalo
     return changes
 
 
+def _equi_joins(
+    select: exp.Select, sources: dict[str, Source]
+) -> Iterator[tuple[exp.Join, str, tuple[exp.Column, exp.Column]]]:
+    """Each join of a dataset of the SELECT on `x = y` of its own column and one of another
+    table of the SELECT: the join, its dataset's alias, and the columns (its own first)."""
+    for join in list(select.args.get("joins") or []):
+        condition = join.args.get("on")
+        target = next((a for a, s in sources.items() if s.node is join.this), None)
+        if target is None or not isinstance(condition, exp.EQ):
+            continue
+        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
+        inner = next((c for c in sides if c.table.lower() == target), None)
+        outer = next((c for c in sides if c.table.lower() != target and c.table.lower() in sources), None)
+        if len(sides) == 2 and inner is not None and outer is not None:
+            yield join, target, (inner, outer)
+
+
+def _through(
+    select: exp.Select, join: exp.Join, bridge: str, defined: set[str], near: tuple[str, str], far: tuple[str, str]
+) -> None:
+    """`join` read through dataset `bridge`, joined before it with the same kind: on
+    `near_alias.column = bridge.column`, then `bridge.column = far_alias.column`."""
+    (near_alias, near_column), (far_column, far_alias) = near, far
+    table, alias = _new_table(bridge, defined)
+    on = exp.EQ(this=exp.column(near_column, table=near_alias), expression=exp.column(near_column, table=alias))
+    joins = select.args["joins"]
+    joins.insert(joins.index(join), exp.Join(this=table, on=on, kind=join.args.get("kind"), side=join.args.get("side")))
+    join.set("on", exp.EQ(this=exp.column(far_column, table=alias), expression=exp.column(far_column, table=far_alias)))
+
+
 def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
     """A join whose condition `a.x = b.x` reads a column `b`'s table lacks and `a`'s has, when
     one dataset links them (`_the_link`): the join reads it between them (`a.x = w.x`, then
     `w.k = b.k`), with the same join kind."""
     changes: list[str] = []
     read = {s.info.name for s in sources.values()}
-    joins = select.args.get("joins") or []
-    for join in list(joins):
-        condition = join.args.get("on")
-        target = next((a for a, s in sources.items() if s.node is join.this), None)
-        if target is None or not isinstance(condition, exp.EQ):
-            continue
-        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
-        if (
-            len(sides) != 2
-            or {c.table.lower() for c in sides} - {target} - set(sources)
-            or sides[0].name.lower() != sides[1].name.lower()
-        ):
-            continue
-        inner = next((c for c in sides if c.table.lower() == target), None)
-        outer = next((c for c in sides if c.table.lower() != target), None)
-        if inner is None or outer is None:
+    for join, target, (inner, outer) in _equi_joins(select, sources):
+        if inner.name.lower() != outer.name.lower():
             continue
         lacking = sources[target]
         if lacking.has(inner.name) or not sources[outer.table.lower()].has(outer.name):
@@ -252,34 +278,21 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
         if link is None:
             continue
         bridge, key = link
-        table, alias = _new_table(bridge.name, defined)
         read.add(bridge.name)
-        on = exp.EQ(this=outer.copy(), expression=exp.column(inner.name, table=alias))
-        joins.insert(
-            joins.index(join), exp.Join(this=table, on=on, kind=join.args.get("kind"), side=join.args.get("side"))
-        )
-        join.set("on", exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=target)))
+        _through(select, join, bridge.name, defined, (outer.table, inner.name), (key, target))
         changes.append(
             f"{lacking.info.name} has no {inner.name}: joined through {bridge.name}, which has {inner.name} and {key}"
         )
     return changes
 
 
-def _crossed_keys(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+def _crossed_keys(
+    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
+) -> list[str]:
     changes: list[str] = []
     read = {s.info.name for s in sources.values()}
-    joins = select.args.get("joins") or []
-    for join in list(joins):
-        condition = join.args.get("on")
-        target = next((a for a, s in sources.items() if s.node is join.this), None)
-        if target is None or not isinstance(condition, exp.EQ):
-            continue
-        sides = [c for c in (condition.left, condition.right) if isinstance(c, exp.Column)]
-        if len(sides) != 2 or sides[0].name.lower() == sides[1].name.lower():
-            continue
-        inner = next((c for c in sides if c.table.lower() == target), None)
-        outer = next((c for c in sides if c.table.lower() != target and c.table.lower() in sources), None)
-        if inner is None or outer is None:
+    for join, target, (inner, outer) in _equi_joins(select, sources):
+        if inner.name.lower() == outer.name.lower():
             continue
         near, far = sources[outer.table.lower()], sources[target]
         keyed = (_keyed_by(catalog, outer.name), _keyed_by(catalog, inner.name))
@@ -289,18 +302,8 @@ def _crossed_keys(select: exp.Select, sources: dict[str, Source], catalog: Catal
         if bridge is None:
             continue
         table, (near_key, far_key) = bridge
-        linked, alias = _new_table(table.name, defined)
         read.add(table.name)
-        joins.insert(
-            joins.index(join),
-            exp.Join(
-                this=linked,
-                on=exp.EQ(this=exp.column(near_key, table=outer.table), expression=exp.column(near_key, table=alias)),
-                kind=join.args.get("kind"),
-                side=join.args.get("side"),
-            ),
-        )
-        join.set("on", exp.EQ(this=exp.column(far_key, table=alias), expression=exp.column(far_key, table=inner.table)))
+        _through(select, join, table.name, defined, (outer.table, near_key), (far_key, inner.table))
         changes.append(
             f"{outer.sql(dialect=QL_DIALECT)} and {inner.sql(dialect=QL_DIALECT)} are keys of different tables: "
             f"{near.info.name} and {far.info.name} joined through {table.name} ({near_key}, {far_key})"
