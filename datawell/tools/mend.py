@@ -2,7 +2,7 @@
 
 On an unfamiliar schema a small query writer often gets the logic right and one name wrong,
 and its repairs go round in circles: told "student has no column 'course_id'", it sends the
-same query back. Three slips have only one sensible reading, so the service mends them
+same query back. These slips have only one sensible reading, so the service mends them
 itself when the checker refuses a query, and runs the mended query if the checker accepts
 it (the reasoning says what changed):
 
@@ -253,8 +253,9 @@ def _through(
     select: exp.Select, join: exp.Join, bridge: str, defined: set[str], near: tuple[str, str], far: tuple[str, str]
 ) -> None:
     """`join` read through dataset `bridge`, joined before it with the same kind: on
-    `near_alias.column = bridge.column`, then `bridge.column = far_alias.column`."""
-    (near_alias, near_column), (far_column, far_alias) = near, far
+    `near_alias.column = bridge.column`, then `bridge.column = far_alias.column` (`near` and
+    `far` are each an alias and a column)."""
+    (near_alias, near_column), (far_alias, far_column) = near, far
     table, alias = _new_table(bridge, defined)
     on = exp.EQ(this=exp.column(near_column, table=near_alias), expression=exp.column(near_column, table=alias))
     joins = select.args["joins"]
@@ -279,7 +280,7 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
             continue
         bridge, key = link
         read.add(bridge.name)
-        _through(select, join, bridge.name, defined, (outer.table, inner.name), (key, target))
+        _through(select, join, bridge.name, defined, (outer.table, inner.name), (target, key))
         changes.append(
             f"{lacking.info.name} has no {inner.name}: joined through {bridge.name}, which has {inner.name} and {key}"
         )
@@ -303,7 +304,7 @@ def _crossed_keys(
             continue
         table, (near_key, far_key) = bridge
         read.add(table.name)
-        _through(select, join, table.name, defined, (outer.table, near_key), (far_key, inner.table))
+        _through(select, join, table.name, defined, (outer.table, near_key), (inner.table, far_key))
         changes.append(
             f"{outer.sql(dialect=QL_DIALECT)} and {inner.sql(dialect=QL_DIALECT)} are keys of different tables: "
             f"{near.info.name} and {far.info.name} joined through {table.name} ({near_key}, {far_key})"

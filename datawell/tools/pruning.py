@@ -13,8 +13,8 @@ The best-scoring tables are the seeds; tables on the shortest link path between 
 come next (a join needs both ends and everything between), then the tables of columns the
 question names whole (`named_columns`: "students who found the instructor hilarious" needs
 course_tags_count's `hilarious`, though course, instructor and student are named outright),
-then the seeds' direct neighbours, best first, up to `keep` tables. The catalog keeps its order. Pruning is only
-a first try: the nl2ql graph widens to the full catalog when a query names something the
+then the seeds' direct neighbours, best first, up to `keep` tables. The catalog keeps its
+order. Pruning is only a first try: the nl2ql graph widens to the full catalog when a query names something the
 pruned one left out."""
 
 from __future__ import annotations
@@ -168,7 +168,8 @@ class SchemaPruner:
                 between = [t for t in _path(first, second, graph) if t not in chosen]
                 if len(chosen) + len(between) <= keep:
                     chosen += between
-        named = [t for t in ranked if t in named_columns(catalog, question) and t not in chosen]
+        named_tables = named_columns(catalog, question)
+        named = [t for t in ranked if t in named_tables and t not in chosen]
         chosen += named[: max(0, keep - len(chosen))]
         linked = {n for t in chosen for n in graph.get(t, []) if n not in chosen}
         chosen += [t for t in ranked if t in linked][: max(0, keep - len(chosen))]

@@ -1,9 +1,11 @@
 """What the service does to a query without the model (issue 27): before the checker sees it
-(its shape fitted, crossed keys joined through their link, its literals matched), and after the checker refused it (slips mended,
-unknown names looked up in the whole catalog, a statement that changes data named)."""
+(its shape fitted, crossed keys joined through their link, its literals matched), and after
+the checker refused it (slips mended, unknown names looked up in the whole catalog, a
+statement that changes data named)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sqlglot
@@ -18,6 +20,8 @@ from datawell.tools.mend import mend, reroute_joins
 from datawell.tools.names import NameTriage, flagged, query_names, triage
 from datawell.tools.shape import asked_per, fit_shape, group_per_asked
 
+JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
+
 
 async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
     """The query with its shape fitted to the question (tools/shape.py), a join of two
@@ -29,11 +33,14 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
         shaped = fit_shape(query, question, show_measure=deps.show_measure)
         query = shaped.query
         changes += shaped.changes
-        catalog = await deps.tools.catalog(context.caller, context.namespace)
-        rerouted = reroute_joins(query, catalog)
-        query = rerouted.query
-        changes += rerouted.changes
-        if asked_per(question):
+        per = asked_per(question)
+        # The catalog is read only when a rule needs it: a join to reroute, or "per X" to group by.
+        catalog = await deps.tools.catalog(context.caller, context.namespace) if per or JOIN.search(query) else None
+        if catalog is not None:
+            rerouted = reroute_joins(query, catalog)
+            query = rerouted.query
+            changes += rerouted.changes
+        if per and catalog is not None:
             grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
             query = grouped.query
             changes += grouped.changes
