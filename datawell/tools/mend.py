@@ -31,6 +31,11 @@ it (the reasoning says what changed):
   `p.unit_price_eur` where the query defines no `p`, and exactly one table of the same
   SELECT has it, outside a join condition (there, moving the name would compare a table
   with itself).
+- **A join that cannot run, of a table read for nothing else.** `FROM course AS t1 JOIN
+  program AS t2 ON t1.program_id = t2.program_id WHERE t2.department = 'X'`, where `course`
+  has no `program_id` and has `department` (read through `t1` by the rule above): `program`
+  was joined for `department` and is now read only in a condition that cannot run, so its
+  (inner) join goes.
 - **Unix seconds in a date function.** `strftime('%m', departure_time)` of a column that
   holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
 - **The year of a column of years.** `strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of
@@ -114,6 +119,7 @@ def _apply(query: str, catalog: Catalog, rule: Rule) -> Mended:
 def _slips(
     select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
 ) -> list[str]:
+    read_for = _read_for(tree)  # before any rule moves a column
     return [
         *_phantom_joins(select, sources, catalog, tree),
         *_near_names(select, sources),
@@ -121,6 +127,7 @@ def _slips(
         *_bridge_joins(select, sources, catalog, defined),
         *_join_missing(select, sources, catalog, defined),
         *_requalify(select, sources, defined),
+        *_dead_joins(select, sources, tree, read_for),
         *_epoch_to_timestamps(select, sources),
         *_years_as_stored(select, sources),
     ]
@@ -458,6 +465,53 @@ def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]
             changes.append(f"{column.table}.{column.name} read as {others[0]}.{column.name}")
             column.set("table", exp.to_identifier(others[0]))
     return changes
+
+
+def _read_for(tree: exp.Expr) -> set[str]:
+    """The qualifiers the query reads a column through outside join conditions."""
+    return {c.table.lower() for c in tree.find_all(exp.Column) if c.find_ancestor(exp.Join) is None}
+
+
+def _dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, read_for: set[str]) -> list[str]:
+    """An inner join that cannot run, because its condition reads a column its table lacks, of a
+    dataset the query was read through for columns that the rules above moved to another
+    table, and that is now read nothing else of: the join goes. When that dataset is the
+    FROM's, the inner join it is read in takes its place. (A join the model wrote for no
+    column at all may stand for a filter it forgot: that one is left to the model.)"""
+    changes: list[str] = []
+    for alias, source in list(sources.items()):
+        if alias not in read_for:
+            continue
+        joins = select.args.get("joins") or []
+        conditions = [j for j in joins if j.args.get("on") is not None]
+        read = [c for c in tree.find_all(exp.Column) if c.table.lower() == alias]
+        mine = [j for j in conditions if any(c.find_ancestor(exp.Join) is j for c in read)]
+        if len(mine) != 1 or any(c.find_ancestor(exp.Join) is not mine[0] for c in read):
+            continue
+        join = mine[0]
+        if join.args.get("side") or join.args.get("kind") not in (None, "INNER"):
+            continue
+        lacking = [c for c in join.args["on"].find_all(exp.Column) if not _runs(c, sources)]
+        if not lacking:
+            continue
+        if join.this is source.node:
+            join.pop()
+        elif select.args["from_"].this is source.node:
+            select.args["from_"].set("this", join.this.copy())
+            join.pop()
+        else:
+            continue
+        del sources[alias]
+        said = ", ".join(dict.fromkeys(c.sql(dialect=QL_DIALECT) for c in lacking))
+        changes.append(f"the join of {source.info.name} could not run ({said}) and nothing else read it: dropped")
+    return changes
+
+
+def _runs(column: exp.Column, sources: dict[str, Source]) -> bool:
+    """Whether a join condition's column can be read: its qualifier's dataset has it (a
+    qualifier that is no dataset of the SELECT, or none, is given the benefit of the doubt)."""
+    source = sources.get(column.table.lower())
+    return source is None or source.has(column.name)
 
 
 def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list[str]:

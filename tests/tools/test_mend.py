@@ -369,3 +369,59 @@ def test_a_join_of_a_table_no_dataset_is_named_stays_when_it_is_read_for_what_no
     query = "SELECT p.title, r.weight FROM publication AS p JOIN reference AS r ON p.pid = r.pid"
 
     assert mend(query, DOMAINS).changes == []
+
+
+ADVISING = Catalog(
+    NAMESPACE,
+    [
+        table("course", "course_id", "name", "department", "easiness_score"),
+        table("program", "program_id", "name", "college"),
+        table("instructor", "instructor_id", "name"),
+        table("course_tags_count", "course_id", "hilarious"),
+    ],
+)
+
+
+def test_a_join_that_cannot_run_of_a_table_read_for_nothing_else_goes() -> None:
+    """advising: `course` has no `program_id`, and `department` is course's: program is read
+    only in a condition that cannot run."""
+    query = (
+        "SELECT t1.easiness_score, t1.name FROM course AS t1 INNER JOIN program AS t2 "
+        "ON t1.program_id = t2.program_id WHERE t2.department = 'Computer Science'"
+    )
+
+    found = mend(query, ADVISING)
+
+    assert found.query == (
+        "SELECT t1.easiness_score, t1.name FROM course AS t1 WHERE t1.department = 'Computer Science'"
+    )
+    assert found.changes == [
+        "t2.department read as t1.department",
+        "the join of program could not run (t1.program_id) and nothing else read it: dropped",
+    ]
+
+
+def test_a_from_table_read_only_in_a_join_that_cannot_run_gives_its_place_to_the_joined_table() -> None:
+    query = (
+        "SELECT t1.course_id, SUM(t2.hilarious) FROM instructor AS t2 "
+        "JOIN course_tags_count AS t1 ON t1.instructor_id = t2.instructor_id GROUP BY t1.course_id"
+    )
+
+    found = mend(query, ADVISING)
+
+    assert found.query == "SELECT t1.course_id, SUM(t1.hilarious) FROM course_tags_count AS t1 GROUP BY t1.course_id"
+
+
+def test_a_join_that_cannot_run_stays_when_its_table_is_read_joined_for_nothing_or_outer() -> None:
+    """Dropping a join whose table the query still reads, one the model wrote for no column
+    (it may stand for a filter the model forgot), or an outer join would guess: the model is
+    asked again."""
+    read = "SELECT t1.name, t2.college FROM course AS t1 JOIN program AS t2 ON t1.program_id = t2.program_id"
+    for_nothing = "SELECT t1.name FROM course AS t1 JOIN program AS t2 ON t1.program_id = t2.program_id"
+    outer = (
+        "SELECT t1.name FROM course AS t1 LEFT JOIN program AS t2 ON t1.program_id = t2.program_id "
+        "WHERE t2.department = 'X'"
+    )
+    assert mend(read, ADVISING).changes == []
+    assert mend(for_nothing, ADVISING).changes == []
+    assert mend(outer, ADVISING).changes == ["t2.department read as t1.department"]
