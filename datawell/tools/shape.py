@@ -15,6 +15,12 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
 - **Groups without their names.** `SELECT AVG(cost) FROM fare GROUP BY from_airport,
   to_airport` returns averages nobody can tell apart. When the outermost query selects only
   aggregates, its GROUP BY columns are selected, in front.
+- **Rows ordered by a column, its extreme selected.** "Which airports have the shortest
+  minimum connect time, sorted in ascending order?" written `SELECT airport_name,
+  MIN(minimum_connect_time) FROM airport ORDER BY minimum_connect_time LIMIT 10`: with no
+  GROUP BY, SQLite returns one row (PostgreSQL refuses it), yet ordering by the bare column
+  asks for rows. When the outermost query has no GROUP BY, selects a MIN or MAX of a column
+  beside other columns, and orders by that column itself, the MIN or MAX is the column.
 - **The first day for the month or year asked.** "Which invoices are due in April 2024?"
   written `due_date = '2024-04-01'` finds only what falls on the first. When the question
   names the month and year (or a year alone) and no day of it, an equality of something with
@@ -119,6 +125,7 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
             _drop_unasked_limit(tree, question),
             _divide_as_fractions(tree),
             _select_group_keys(tree),
+            _rows_not_extremes(tree),
             _period_for_first_day(tree, question),
             _select_ranking_measure(tree) if show_measure else "",
         )
@@ -180,6 +187,30 @@ def _select_group_keys(tree: exp.Query) -> str:
         return ""
     tree.set("expressions", [key.copy() for key in missing] + list(selected))
     return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)
+
+
+def _rows_not_extremes(tree: exp.Query) -> str:
+    order = tree.args.get("order")
+    if not isinstance(tree, exp.Select) or tree.args.get("group") is not None or order is None:
+        return ""
+    ordered_by = {o.this.sql().lower() for o in order.expressions if isinstance(o.this, exp.Column)}
+    selected = [e.unalias() for e in tree.expressions]
+    if not any(isinstance(e, exp.Column) for e in selected):
+        return ""  # aggregates alone: one row is what was asked
+    extremes = [
+        e
+        for e in selected
+        if isinstance(e, (exp.Min, exp.Max)) and isinstance(e.this, exp.Column) and e.this.sql().lower() in ordered_by
+    ]
+    if not extremes or any(e.find(exp.AggFunc) and e not in extremes for e in selected):
+        return ""
+    for extreme in extremes:
+        extreme.replace(extreme.this.copy())
+    return (
+        "read "
+        + ", ".join(e.sql(dialect=DIALECTS[QL_DIALECT]) for e in extremes)
+        + " as the rows' column: the query orders rows by it"
+    )
 
 
 MONTHS = DATE_WORDS[:12]  # january ... december

@@ -202,3 +202,30 @@ async def test_the_first_day_of_the_month_asked_becomes_the_month(world: World) 
 def test_a_day_the_question_names_is_left_alone(question: str) -> None:
     query = "SELECT COUNT(*) AS n FROM orders WHERE placed = '2024-02-01'"
     assert fit_shape(query, question).query == query
+
+
+def test_an_extreme_of_the_column_rows_are_ordered_by_is_the_column() -> None:
+    """atis: with no GROUP BY, SQLite returns one airport; the ORDER BY asks for rows."""
+    query = (
+        "SELECT airport_name, MIN(minimum_connect_time) AS mct FROM airport ORDER BY minimum_connect_time ASC LIMIT 10"
+    )
+
+    shaped = fit_shape(query, "Which 10 airports have the shortest minimum connect time, sorted in ascending order?")
+
+    assert shaped.query == (
+        "SELECT airport_name, minimum_connect_time AS mct FROM airport ORDER BY minimum_connect_time ASC LIMIT 10"
+    )
+    assert shaped.changes == ["read MIN(minimum_connect_time) as the rows' column: the query orders rows by it"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT MIN(price) FROM fare ORDER BY price",  # an aggregate alone is one row, as asked
+        "SELECT name, MAX(price) FROM fare GROUP BY name ORDER BY price",  # groups
+        "SELECT name, MAX(price) FROM fare ORDER BY name",  # ordered by another column
+        "SELECT name, MAX(price), COUNT(*) FROM fare ORDER BY price",  # another aggregate
+    ],
+)
+def test_other_extremes_are_left_as_written(query: str) -> None:
+    assert fit_shape(query, "Which 3 fares are highest?").changes == []
