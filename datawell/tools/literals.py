@@ -15,7 +15,14 @@ The values come from the column's hints when they list every value (a category),
 bounded `SELECT column ... WHERE LOWER(column) LIKE ... GROUP BY column LIMIT` (the distinct
 values, shortest first) run through `QueryTools.run`,
 as the caller and inside the sandbox's limits. A column without hints (no rows yet) is left
-alone. Only comparisons whose column resolves to one catalog table are touched."""
+alone. Only comparisons whose column resolves to one catalog table are touched.
+
+When a query that ran returns no rows, `where_stored` says which of its text filters (`=`,
+`LIKE`, `ILIKE`) compare a column with a text it does not hold, and which other column of the
+namespace holds it (`'Machine Learning' is no value of organization.name; domain.name holds
+'Machine Learning'`): the repair the empty result gets (graphs/nl2ql/nodes.run) then names
+the column the model confused, not just "compare the filter values". The lookups are the same
+bounded ones, as the caller, over the namespace's text columns (at most `LOOKUP_COLUMNS`)."""
 
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.ql import Queries, Who
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
+LOOKUP_COLUMNS = 24  # other text columns `where_stored` looks a literal up in
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class Matched:
 
 @dataclass(frozen=True)
 class _Filter:
-    comparison: exp.EQ
+    comparison: exp.Expr
     column: exp.Column
     literal: exp.Literal
     table: TableInfo
@@ -67,7 +75,7 @@ async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, que
             continue
         values = _listed(hint)
         if values is None:
-            values = await _lookup(tools, user, namespace, found, stored)
+            values = await _lookup(tools, user, namespace, found.table, found.column.name, stored)
             if values is None:
                 continue
         change = _rewrite(found, stored, values)
@@ -78,7 +86,52 @@ async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, que
     return Matched(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
 
 
-def _literal_side(comparison: exp.EQ) -> tuple[exp.Column, exp.Literal] | None:
+async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query: str) -> list[str]:
+    """For each text filter of `query` whose column holds no value containing its text (the
+    core of a pattern: `'Martin%'` is "Martin"), where that text is stored instead, in words;
+    [] when every filter's text is in its column, or nowhere (see the module)."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return []
+    catalog = await tools.catalog(user, namespace)
+    said = []
+    for found in _filters(tree, catalog, (exp.EQ, exp.Like, exp.ILike)):
+        text = found.literal.this.strip("%").replace("%", " ").strip()
+        if not text or await _values(tools, user, namespace, found.table, found.column.name, text):
+            continue
+        holders = []
+        others = [
+            (table, column)
+            for table in catalog.tables
+            for column, kind in table.columns.items()
+            if kind == "text" and (table, column) != (found.table, found.column.name)
+        ]
+        for table, column in others[:LOOKUP_COLUMNS]:
+            if values := await _values(tools, user, namespace, table, column, text):
+                holders.append(f"{table.name}.{column} holds {', '.join(repr(v) for v in values[:3])}")
+        if holders:
+            said.append(
+                f"{found.literal.this!r} is no value of {found.table.name}.{found.column.name}; {'; '.join(holders)}"
+            )
+    return said
+
+
+async def _values(
+    tools: Queries, user: Who, namespace: NamespaceRef, table: TableInfo, column: str, text: str
+) -> list[str] | None:
+    """The column's values that contain `text`, ignoring case: from its hints when they list
+    every value, else looked up; None when neither can say."""
+    hint = table.hints.get(column)
+    if hint is None:
+        return None
+    listed = _listed(hint)
+    if listed is not None:
+        return [v for v in listed if text.lower() in v.lower()]
+    return await _lookup(tools, user, namespace, table, column, text)
+
+
+def _literal_side(comparison: exp.Expr) -> tuple[exp.Column, exp.Literal] | None:
     left, right = comparison.this, comparison.expression
     if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
         return left, right
@@ -87,10 +140,11 @@ def _literal_side(comparison: exp.EQ) -> tuple[exp.Column, exp.Literal] | None:
     return None
 
 
-def _filters(tree: exp.Expr, catalog: Catalog) -> list[_Filter]:
-    """The `text column = 'literal'` comparisons whose column is one catalog table's."""
+def _filters(tree: exp.Expr, catalog: Catalog, kinds: tuple[type[exp.Expr], ...] = (exp.EQ,)) -> list[_Filter]:
+    """The `text column = 'literal'` comparisons (or of another of `kinds`) whose column is
+    one catalog table's."""
     found = []
-    for comparison in list(tree.find_all(exp.EQ)):
+    for comparison in list(tree.find_all(*kinds)):
         sides = _literal_side(comparison)
         select = comparison.find_ancestor(exp.Select)
         if sides is None or select is None:
@@ -124,13 +178,15 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-async def _lookup(tools: Queries, user: Who, namespace: NamespaceRef, found: _Filter, literal: str) -> list[str] | None:
-    """The stored values that contain the literal, ignoring case (at most LOOKUP_VALUES, the
-    shortest first); None when the lookup cannot be asked or fails."""
+async def _lookup(
+    tools: Queries, user: Who, namespace: NamespaceRef, info: TableInfo, name: str, literal: str
+) -> list[str] | None:
+    """The stored values of column `name` that contain the literal, ignoring case (at most
+    LOOKUP_VALUES, the shortest first); None when the lookup cannot be asked or fails."""
     if "%" in literal or "_" in literal or not literal.strip():
         return None
-    table = ".".join(_quote(p) for p in found.table.name.split("."))
-    column = _quote(found.column.name)
+    table = ".".join(_quote(p) for p in info.name.split("."))
+    column = _quote(name)
     pattern = "'%" + literal.lower().replace("'", "''") + "%'"
     query = (
         f"SELECT {column} AS value FROM {table} WHERE LOWER({column}) LIKE {pattern} "

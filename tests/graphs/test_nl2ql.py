@@ -212,6 +212,32 @@ async def test_a_literal_in_another_case_runs_as_the_stored_value(
     assert events[1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
 
+async def test_an_empty_results_repair_names_the_column_that_holds_the_filters_text(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27: `name = 'Oslo'` finds nobody; the repair is told Oslo is a city, and the
+    repaired query's rows are the answer."""
+    customers = next(t for t in tools.tables if t.name == "customers")
+    hinted = dataclasses.replace(
+        customers,
+        hints={
+            "city": ColumnHint(type="text", distinct=2, values=["Oslo", "Paris"]),
+            "name": ColumnHint(type="text", distinct=2, values=["Ann", "Ole"]),
+        },
+    )
+    tools.tables[tools.tables.index(customers)] = hinted
+    wrong = "SELECT name FROM customers WHERE name = 'Oslo'"
+    chat_model.script += [QueryDraft(query=wrong), QueryDraft(query=OSLO)]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    repair = chat_model.prompts()[1]
+    assert "It ran but returned no rows." in repair
+    assert "- 'Oslo' is no value of customers.name; customers.city holds 'Oslo'" in repair
+    assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
+
+
 async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from datawell.errors import Forbidden
-from datawell.tools.literals import match_literals
+from datawell.tools.literals import match_literals, where_stored
 from tests.tools.conftest import World
 
 
@@ -49,3 +49,32 @@ async def test_other_filters_are_left_as_written(world: World, query: str) -> No
 async def test_the_lookup_runs_as_the_caller(world: World) -> None:
     with pytest.raises(Forbidden):
         await match_literals(world.query, world.bob, world.sales, "SELECT order_id FROM orders WHERE note = 'x'")
+
+
+async def test_a_text_its_column_does_not_hold_is_found_where_it_is_stored(world: World) -> None:
+    """An empty result's repair names the column the model confused: 'garden hose' is a note."""
+    said = await where_stored(
+        world.query, world.alice, world.sales, "SELECT order_id FROM orders WHERE customer = 'garden hose'"
+    )
+    assert said == ["'garden hose' is no value of orders.customer; orders.note holds 'garden hose'"]
+
+
+async def test_a_pattern_is_looked_up_by_its_core(world: World) -> None:
+    said = await where_stored(
+        world.query, world.alice, world.sales, "SELECT order_id FROM orders WHERE note LIKE 'Ada%'"
+    )
+    assert said == ["'Ada%' is no value of orders.note; orders.customer holds 'Ada'"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT order_id FROM orders WHERE customer = 'Ada'",  # its column holds it
+        "SELECT order_id FROM orders WHERE customer = 'Zed'",  # no column holds it
+        "SELECT order_id FROM orders WHERE customer = 'Paris'",  # only bob's crm holds it
+    ],
+)
+async def test_nothing_is_said_of_a_text_its_column_holds_or_that_the_caller_has_nowhere(
+    world: World, query: str
+) -> None:
+    assert await where_stored(world.query, world.alice, world.sales, query) == []

@@ -23,6 +23,7 @@ from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
+from datawell.tools.literals import where_stored
 from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
@@ -302,6 +303,11 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     problem = doubt(state["question"], result.query, result.rows)
     vouched = query == state.get("verified")
     if problem and not vouched and state.get("doubted") is None and state.get("attempts", 1) < deps.max_attempts:
+        # --- issue 27: an empty result names the filter text its column does not hold, and where it is ---
+        if not result.rows and deps.match_literals:
+            elsewhere = await where_stored(deps.tools, context.caller, context.namespace, query)
+            problem = "\n".join([problem, *(f"- {line}" for line in elsewhere)])
+        # --- end issue 27 ---
         feedback = (
             f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
         )
