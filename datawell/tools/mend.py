@@ -21,9 +21,10 @@ it (the reasoning says what changed):
   where `publication` has no `aid` but exactly one other dataset (`writes`) has `aid` and
   shares exactly one column with `publication` (`pid`): the join goes through it,
   `JOIN writes ON a.aid = writes.aid JOIN publication AS p ON writes.pid = p.pid`.
-- **The table a one-table query did not join.** `SELECT airline_name FROM flight`, where
-  `flight` has no `airline_name` and exactly one dataset has every such column and shares
-  exactly one column with `flight` (`airline`, by `airline_code`): it is joined on that column.
+- **The table a query did not join.** `SELECT airline_name FROM flight` (or `t1.airline_name`
+  with `flight AS t1` among other tables), where no table of the SELECT has `airline_name` and
+  exactly one dataset not read yet has every such column and shares exactly one column with
+  `flight` (`airline`, by `airline_code`): it is joined on that column.
   A name that is another dataset's name and one of its columns (`warehouse_name` of
   `stock_levels`, where `warehouses` has `name` and shares `warehouse_code`) is that column,
   joined the same way.
@@ -359,42 +360,53 @@ def _bridge(
 
 
 def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
-    """A SELECT of one table, no joins, reading columns (by bare name or through the table)
-    that the table lacks: when one dataset has all of them and shares exactly one column `k`
-    with the table, it is joined on `k`, and the names are qualified (a name both have would
-    be ambiguous)."""
-    if len(sources) != 1 or select.args.get("joins"):
-        return []
-    ((alias, source),) = sources.items()  # with no joins, the FROM's table
+    """Columns read through a table (by its alias, or by bare name when it is the SELECT's only
+    table) that neither it nor any other table of the SELECT has: when one dataset not read
+    yet has all of them and shares exactly one column `k` with the table, it is joined on `k`
+    and the names are read through it (in a one-table query every name is qualified, as a name
+    both tables have would be ambiguous)."""
+    alone = len(sources) == 1 and not select.args.get("joins")
     outputs = _output_names(select)
-    bare = [c for c in _own_columns(select) if c.table.lower() in ("", alias) and c.name.lower() not in outputs]
-    missing = {c.name.lower() for c in bare if not source.has(c.name)}
-    if not missing:
-        return []
-    names = {name: name for name in missing}  # as the query reads it -> as the joined dataset has it
-    link = _the_link(catalog, {source.info.name}, source.info, missing)
-    if link is None and (prefixed := _prefixed(catalog, missing)) is not None:
-        table_name, names = prefixed
-        link = _the_link(catalog, {source.info.name}, source.info, set(names.values()), only=table_name)
-    if link is None:
-        return []
-    joined, key = link
-    table, other = _new_table(joined.name, defined)
-    select.join(
-        table, on=exp.EQ(this=exp.column(key, table=alias), expression=exp.column(key, table=other)), copy=False
-    )
-    for column in bare:
-        read = column.name.lower()
-        if read not in missing:
-            column.set("table", exp.to_identifier(alias))
-        elif names[read] == read:
-            column.set("table", exp.to_identifier(other))
-        else:  # `warehouse_name` is warehouses.name, and keeps its name as an output
-            renamed = exp.column(names[read], table=other)
-            keep = isinstance(column.parent, exp.Select) and column in column.parent.expressions
-            column.replace(exp.alias_(renamed, column.name) if keep else renamed)
-    said = ", ".join(n if names[n] == n else f"{n} ({joined.name}.{names[n]})" for n in sorted(missing))
-    return [f"{source.info.name} has no {said}: joined {joined.name} on {key}"]
+    read = {s.info.name for s in sources.values()}
+    changes: list[str] = []
+    for alias, source in list(sources.items()):
+        mine = [
+            c
+            for c in _own_columns(select)
+            if (c.table.lower() == alias or (alone and not c.table))
+            and c.name.lower() not in outputs
+            and c.find_ancestor(exp.Join) is None
+        ]
+        missing = {c.name.lower() for c in mine if not any(s.has(c.name) for s in sources.values())}
+        if not missing:
+            continue
+        names = {name: name for name in missing}  # as the query reads it -> as the joined dataset has it
+        link = _the_link(catalog, read, source.info, missing)
+        if link is None and (prefixed := _prefixed(catalog, missing)) is not None:
+            table_name, names = prefixed
+            link = _the_link(catalog, read, source.info, set(names.values()), only=table_name)
+        if link is None:
+            continue
+        joined, key = link
+        read.add(joined.name)
+        spelled = source.node.alias_or_name  # as the query writes it
+        table, other = _new_table(joined.name, defined)
+        select.join(
+            table, on=exp.EQ(this=exp.column(key, table=spelled), expression=exp.column(key, table=other)), copy=False
+        )
+        for column in mine:
+            name = column.name.lower()
+            if name not in missing:
+                column.set("table", exp.to_identifier(spelled))
+            elif names[name] == name:
+                column.set("table", exp.to_identifier(other))
+            else:  # `warehouse_name` is warehouses.name, and keeps its name as an output
+                renamed = exp.column(names[name], table=other)
+                keep = isinstance(column.parent, exp.Select) and column in column.parent.expressions
+                column.replace(exp.alias_(renamed, column.name) if keep else renamed)
+        said = ", ".join(n if names[n] == n else f"{n} ({joined.name}.{names[n]})" for n in sorted(missing))
+        changes.append(f"{source.info.name} has no {said}: joined {joined.name} on {key}")
+    return changes
 
 
 def _prefixed(catalog: Catalog, missing: set[str]) -> tuple[str, dict[str, str]] | None:

@@ -53,7 +53,9 @@ def test_no_swap_when_more_than_one_dataset_could_stand_in() -> None:
     """`student_id` is in student and student_record, and neither is named like `course`:
     the swap needs one clear choice."""
     query = "SELECT c.student_id FROM course AS c JOIN area AS a ON a.area = c.name"
-    assert mend(query, SCHOOL).changes == []
+    found = mend(query, SCHOOL)
+    assert "FROM course AS c" in found.query  # not swapped; the one dataset linked to course is joined
+    assert found.changes == ["course has no student_id: joined student_record on course_id"]
 
 
 def test_a_column_read_through_the_wrong_alias_is_read_through_the_table_that_has_it() -> None:
@@ -425,3 +427,29 @@ def test_a_join_that_cannot_run_stays_when_its_table_is_read_joined_for_nothing_
     assert mend(read, ADVISING).changes == []
     assert mend(for_nothing, ADVISING).changes == []
     assert mend(outer, ADVISING).changes == ["t2.department read as t1.department"]
+
+
+def test_a_column_no_table_of_a_joined_query_has_joins_the_table_that_has_it() -> None:
+    """atis-24: `flight AS t1` has no airline_name, flight_stop neither; airline has it and
+    shares airline_code with flight."""
+    atis = Catalog(
+        NAMESPACE,
+        [
+            table("flight", "flight_id", "airline_code", "from_airport"),
+            table("flight_stop", "flight_id", "stop_number"),
+            table("airline", "airline_code", "airline_name"),
+        ],
+    )
+    query = (
+        "SELECT t1.airline_name, COUNT(t2.stop_number) FROM flight AS t1 LEFT JOIN flight_stop AS t2 "
+        "ON t1.flight_id = t2.flight_id WHERE t1.from_airport = 'ORD' GROUP BY t1.airline_name"
+    )
+
+    found = mend(query, atis)
+
+    assert found.query == (
+        "SELECT airline.airline_name, COUNT(t2.stop_number) FROM flight AS t1 LEFT JOIN flight_stop AS t2 "
+        "ON t1.flight_id = t2.flight_id JOIN airline ON t1.airline_code = airline.airline_code "
+        "WHERE t1.from_airport = 'ORD' GROUP BY airline.airline_name"
+    )
+    assert found.changes == ["flight has no airline_name: joined airline on airline_code"]
