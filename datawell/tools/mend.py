@@ -54,6 +54,11 @@ valid and runs, with the wrong rows:
   columns the condition names (of several, the one whose own key is one of them), the join
   goes through it: `JOIN domain_publication ON d.did =
   domain_publication.did JOIN publication AS p ON domain_publication.pid = p.pid`.
+- **A join of a number with a text.** `course_offering.semester = semester.semester`, where
+  the first holds integers (a semester's id) and the second text (`Fall`): SQLite finds no
+  pair, PostgreSQL refuses it. When the text side's table has one own key (by name, as
+  above) of the number's type, the condition reads that key: `course_offering.semester =
+  semester.semester_id`.
 
 Pure functions of the query text and the catalog. A query that does not parse, or that none
 of the rules change, comes back as it was."""
@@ -97,7 +102,13 @@ def mend(query: str, catalog: Catalog) -> Mended:
 def reroute_joins(query: str, catalog: Catalog) -> Mended:
     """The query with each join of two different tables' keys read through the dataset that
     links them (see the module's docstring); unchanged when there is none or no one bridge."""
-    return _apply(query, catalog, _crossed_keys)
+    return _apply(query, catalog, _rerouted)
+
+
+def _rerouted(
+    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
+) -> list[str]:
+    return [*_mistyped_joins(select, sources), *_crossed_keys(select, sources, catalog, defined, tree)]
 
 
 Rule = Callable[[exp.Select, dict[str, Source], Catalog, set[str], exp.Expr], list[str]]
@@ -318,6 +329,33 @@ def _crossed_keys(
             f"{near.info.name} and {far.info.name} joined through {table.name} ({near_key}, {far_key})"
         )
     return changes
+
+
+NUMBERS = frozenset(["integer", "real"])
+
+
+def _mistyped_joins(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    changes: list[str] = []
+    for _, _, sides in _equi_joins(select, sources):
+        kinds = [_kind(sources[c.table.lower()].info, c.name) for c in sides]
+        if kinds[0] == kinds[1] or not {kinds[0], kinds[1]} <= NUMBERS | {"text"} or "text" not in kinds:
+            continue
+        text_side, number_side = (sides[0], sides[1]) if kinds[0] == "text" else (sides[1], sides[0])
+        info = sources[text_side.table.lower()].info
+        number = _kind(sources[number_side.table.lower()].info, number_side.name)
+        keys = [_exact(info, k) for k in _key_names(info) if _kind(info, k) == number]
+        if len(keys) != 1:
+            continue
+        said = text_side.sql(dialect=QL_DIALECT)
+        text_side.set("this", exp.to_identifier(keys[0]))
+        changes.append(
+            f"{number_side.sql(dialect=QL_DIALECT)} holds numbers and {said} text: joined on {info.name}'s key {keys[0]}"
+        )
+    return changes
+
+
+def _kind(info: TableInfo, column: str) -> str:
+    return info.columns.get(_exact(info, column), "")
 
 
 def _keyed_by(catalog: Catalog, column: str) -> set[str]:

@@ -453,3 +453,29 @@ def test_a_column_no_table_of_a_joined_query_has_joins_the_table_that_has_it() -
         "WHERE t1.from_airport = 'ORD' GROUP BY airline.airline_name"
     )
     assert found.changes == ["flight has no airline_name: joined airline on airline_code"]
+
+
+def test_a_join_of_a_number_with_a_text_reads_the_text_tables_key() -> None:
+    """advising-05: course_offering.semester is a semester's id; semester.semester its name."""
+    semesters = Catalog(
+        NAMESPACE,
+        [
+            table("course_offering", "offering_id", "course_id", "semester"),
+            table("semester", "semester_id", "semester"),
+        ],
+    )
+    semesters.tables[0].columns["semester"] = "integer"
+    query = (
+        "SELECT co.course_id FROM course_offering AS co JOIN semester AS s ON co.semester = s.semester "
+        "WHERE s.semester_id IN (1, 2)"
+    )
+
+    found = reroute_joins(query, semesters)
+
+    assert found.query == (
+        "SELECT co.course_id FROM course_offering AS co JOIN semester AS s ON co.semester = s.semester_id "
+        "WHERE s.semester_id IN (1, 2)"
+    )
+    assert found.changes == ["co.semester holds numbers and s.semester text: joined on semester's key semester_id"]
+    same = "SELECT co.course_id FROM course_offering AS co JOIN semester AS s ON co.semester = s.semester_id"
+    assert reroute_joins(same, semesters).changes == []
