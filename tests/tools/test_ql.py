@@ -138,6 +138,23 @@ async def test_unknown_table_and_column_suggest_close_matches(world: World) -> N
     assert codes(error) == ["unknown_table"]
 
 
+async def test_a_subquery_selecting_a_column_only_the_outer_query_has_is_refused(world: World) -> None:
+    """Issue 27: `note IN (SELECT note FROM names)`, where `names` has no note, reads the outer
+    row's own note and keeps every row; a correlated filter stays allowed."""
+    names = "WITH names AS (SELECT customer AS who FROM orders WHERE total > 20) "
+    error = await refused(world, names + "SELECT order_id FROM orders WHERE note IN (SELECT note FROM names)")
+    assert codes(error) == ["unknown_column"]
+    assert "the subquery selects 'note', which names has not: it would read the outer query's note" in (
+        error.sub_errors[0].message
+    )
+    result = await world.query.run(
+        world.alice,
+        world.sales,
+        names + "SELECT order_id FROM orders o WHERE EXISTS (SELECT who FROM names WHERE who = o.customer)",
+    )
+    assert sorted(r["order_id"] for r in result.rows) == [1, 2, 4]  # Ada and Bob spent over 20 once
+
+
 async def test_columns_resolve_through_ctes_subqueries_and_aliases(world: World) -> None:
     result = await world.query.run(
         world.alice, world.sales,

@@ -67,6 +67,14 @@ def table_name_of(entry: Any) -> str | None:
     return source.name if isinstance(source, exp.Table) else None
 
 
+def _selected_by(scope: Scope, column: exp.Column) -> bool:
+    """Whether the column is (the whole of) one of the subquery's own selected values."""
+    select = scope.expression
+    if not isinstance(select, exp.Select) or scope.parent is None:
+        return False
+    return any(e.unalias() is column for e in select.expressions)
+
+
 class ColumnChecker:
     """Every column names something: a dataset field, an output of a CTE or subquery, or a
     SELECT alias. Dataset fields match ignoring case and are rewritten to their exact spelling."""
@@ -161,6 +169,8 @@ class ColumnChecker:
         while current is not None:
             sources = [(alias, source_of(entry)) for alias, entry in current.selected_sources.items()]
             if self._match(column, sources, qualified=False, quiet=True):
+                if current is not scope and _selected_by(scope, column):
+                    self._outer_selected(scope, column)
                 return
             current = current.parent if current.can_be_correlated else None
         select = scope.expression
@@ -178,6 +188,22 @@ class ColumnChecker:
             SubError(
                 "unknown_column",
                 f"unknown column {name!r} (reading {tables}){did_you_mean(name, candidates)}"
+                + self._available(candidates),
+            ),
+        )
+
+    def _outer_selected(self, scope: Scope, column: exp.Column) -> None:
+        """A subquery that selects, by bare name, a column only an outer query has:
+        `pid IN (SELECT jid FROM domain)` compares each row with itself (issue 27)."""
+        candidates = [n for _, s in scope.selected_sources.items() for n in (self.outputs(source_of(s)) or {}).values()]
+        candidates = [c for c in candidates if c not in INTERNAL_FIELDS]
+        tables = ", ".join(scope.selected_sources) or "no table"
+        self.problems.setdefault(
+            f"selected {column.name.lower()}",
+            SubError(
+                "unknown_column",
+                f"the subquery selects {column.name!r}, which {tables} has not: it would read the outer query's "
+                f"{column.name} and compare each row with itself{did_you_mean(column.name, candidates)}"
                 + self._available(candidates),
             ),
         )
