@@ -42,8 +42,8 @@ it (the reasoning says what changed):
 - **The year of a column of years.** `strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of
   an integer column that holds years (tools/checker/dates.py): the column itself.
 
-One more rule runs before any query runs (`reroute_joins`), because the query it mends is
-valid and runs, with the wrong rows:
+Two more rules run before any query runs (`reroute_joins`), because the queries they mend
+are valid and run, with the wrong rows:
 
 - **A join of two different keys.** `FROM domain AS d JOIN publication AS p ON d.did =
   p.jid` equates a domain's key with a journal's: it runs, and pairs each domain with the
@@ -100,8 +100,9 @@ def mend(query: str, catalog: Catalog) -> Mended:
 
 
 def reroute_joins(query: str, catalog: Catalog) -> Mended:
-    """The query with each join of two different tables' keys read through the dataset that
-    links them (see the module's docstring); unchanged when there is none or no one bridge."""
+    """The query with each join of a number with a text read on the text table's key, and each
+    join of two different tables' keys read through the dataset that links them (see the
+    module's docstring); unchanged when there is none or no one reading."""
     return _apply(query, catalog, _rerouted)
 
 

@@ -25,7 +25,8 @@ JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 
 async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
     """The query with its shape fitted to the question (tools/shape.py), a join of two
-    different tables' keys read through the dataset linking them (tools/mend.reroute_joins),
+    different tables' keys read through the dataset linking them and a join of a number with
+    a text read on the text table's key (tools/mend.reroute_joins),
     and its text literals matched to stored values (tools/literals.py), and what changed, in
     words."""
     changes: list[str] = []
