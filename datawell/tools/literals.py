@@ -70,14 +70,9 @@ async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, que
     changes = []
     for found in _filters(tree, catalog):
         stored = found.literal.this
-        hint = found.table.hints.get(found.column.name)
-        if hint is None:
-            continue
-        values = _listed(hint)
+        values = await _values(tools, user, namespace, found.table, found.column.name, stored)
         if values is None:
-            values = await _lookup(tools, user, namespace, found.table, found.column.name, stored)
-            if values is None:
-                continue
+            continue
         change = _rewrite(found, stored, values)
         if change:
             changes.append(change)

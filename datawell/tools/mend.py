@@ -336,14 +336,16 @@ NUMBERS = frozenset(["integer", "real"])
 
 
 def _mistyped_joins(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    """Each join of a number column with a text column read on the text table's one own key
+    of the number's type (see the module's docstring)."""
     changes: list[str] = []
     for _, _, sides in _equi_joins(select, sources):
         kinds = [_kind(sources[c.table.lower()].info, c.name) for c in sides]
-        if kinds[0] == kinds[1] or not {kinds[0], kinds[1]} <= NUMBERS | {"text"} or "text" not in kinds:
+        number = next((k for k in kinds if k in NUMBERS), None)
+        if "text" not in kinds or number is None:
             continue
         text_side, number_side = (sides[0], sides[1]) if kinds[0] == "text" else (sides[1], sides[0])
         info = sources[text_side.table.lower()].info
-        number = _kind(sources[number_side.table.lower()].info, number_side.name)
         keys = [_exact(info, k) for k in _key_names(info) if _kind(info, k) == number]
         if len(keys) != 1:
             continue

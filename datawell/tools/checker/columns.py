@@ -180,8 +180,7 @@ class ColumnChecker:
             and name.lower() in {n.lower() for n in select.named_selects}
         ):
             return  # GROUP BY / HAVING naming an output column
-        candidates = [n for _, s in scope.selected_sources.items() for n in (self.outputs(source_of(s)) or {}).values()]
-        candidates = [c for c in candidates if c not in INTERNAL_FIELDS]
+        candidates = self._scope_columns(scope)
         tables = ", ".join(scope.selected_sources) or "no table"
         self.problems.setdefault(
             name.lower(),
@@ -195,8 +194,7 @@ class ColumnChecker:
     def _outer_selected(self, scope: Scope, column: exp.Column) -> None:
         """A subquery that selects, by bare name, a column only an outer query has:
         `pid IN (SELECT jid FROM domain)` compares each row with itself (issue 27)."""
-        candidates = [n for _, s in scope.selected_sources.items() for n in (self.outputs(source_of(s)) or {}).values()]
-        candidates = [c for c in candidates if c not in INTERNAL_FIELDS]
+        candidates = self._scope_columns(scope)
         tables = ", ".join(scope.selected_sources) or "no table"
         self.problems.setdefault(
             f"selected {column.name.lower()}",
@@ -207,6 +205,11 @@ class ColumnChecker:
                 + self._available(candidates),
             ),
         )
+
+    def _scope_columns(self, scope: Scope) -> list[str]:
+        """What the scope's own sources offer, for a refusal to list (internal fields left out)."""
+        offered = [n for _, s in scope.selected_sources.items() for n in (self.outputs(source_of(s)) or {}).values()]
+        return [c for c in offered if c not in INTERNAL_FIELDS]
 
     @staticmethod
     def _available(candidates: list[str]) -> str:
