@@ -66,6 +66,7 @@ of the rules change, comes back as it was."""
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -94,9 +95,17 @@ class Source:
         return column.lower() in {c.lower() for c in self.info.columns}
 
 
-def mend(query: str, catalog: Catalog) -> Mended:
-    """The refused query with every rule above applied (but `reroute_joins`'s)."""
-    return _apply(query, catalog, _slips)
+def mend(query: str, catalog: Catalog, question: str = "") -> Mended:
+    """The refused query with every rule above applied (but `reroute_joins`'s); with the
+    `question`, filters it never mentions that cannot run go first."""
+
+    def slips(
+        select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
+    ) -> list[str]:
+        invented = _invented_filters(select, sources, question) if question else []
+        return [*invented, *_slips(select, sources, catalog, defined, tree)]
+
+    return _apply(query, catalog, slips)
 
 
 def reroute_joins(query: str, catalog: Catalog) -> Mended:
@@ -149,14 +158,19 @@ def _slips(
 def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
     """The datasets a SELECT reads directly, by the alias its columns use (lower case)."""
     found: dict[str, Source] = {}
+    by_name = {t.name.lower(): t for t in catalog.tables}
+    for node in _joined_tables(select):
+        if not node.db and (info := by_name.get(node.name.lower())):
+            found[node.alias_or_name.lower()] = Source(node, info)
+    return found
+
+
+def _joined_tables(select: exp.Select) -> list[exp.Table]:
+    """The tables of the SELECT's FROM and joins (not its subqueries')."""
     from_ = select.args.get("from_")
     nodes = [from_.this] if from_ is not None else []
     nodes += [join.this for join in select.args.get("joins") or []]
-    by_name = {t.name.lower(): t for t in catalog.tables}
-    for node in nodes:
-        if isinstance(node, exp.Table) and not node.db and (info := by_name.get(node.name.lower())):
-            found[node.alias_or_name.lower()] = Source(node, info)
-    return found
+    return [n for n in nodes if isinstance(n, exp.Table)]
 
 
 def _aliases(tree: exp.Expr) -> set[str]:
@@ -558,6 +572,65 @@ def _dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, 
         said = ", ".join(dict.fromkeys(c.sql(dialect=QL_DIALECT) for c in lacking))
         changes.append(f"the join of {source.info.name} could not run ({said}) and nothing else read it: dropped")
     return changes
+
+
+def _invented_filters(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
+    """Conditions of the WHERE (joined by AND) that compare a column with a text the question
+    never says (`city_name ILIKE 'IL'`, `country_name = 'United States'` for "Which state code
+    is Orlando International Airport in?"), when one of them cannot run: they all go, and so
+    does each inner join then read for nothing but its own condition that cannot run or of a
+    table no dataset is named."""
+    where = select.args.get("where")
+    if where is None:
+        return []
+    tables = {t.alias_or_name.lower() for t in _joined_tables(select)}
+    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    invented = [c for c in conditions if _compares_unsaid_text(c, question)]
+
+    def runs(column: exp.Column) -> bool:
+        qualifier = column.table.lower()
+        if qualifier in sources:
+            return sources[qualifier].has(column.name)
+        if qualifier in tables:  # a table of the SELECT that is no dataset
+            return False
+        return bool(qualifier) or any(s.has(column.name) for s in sources.values())
+
+    if all(runs(c) for condition in invented for c in condition.find_all(exp.Column)):
+        return []
+    dropped = {c.table.lower() for condition in invented for c in condition.find_all(exp.Column)}
+    kept = [c for c in conditions if not any(c is i for i in invented)]
+    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    said = "; ".join(c.sql(dialect=QL_DIALECT) for c in invented)
+    changes = [f"filters on text the question never mentions, one of which could not run, dropped: {said}"]
+    for join in reversed(select.args.get("joins") or []):
+        node, condition = join.this, join.args.get("on")
+        alias = node.alias_or_name.lower() if isinstance(node, exp.Table) else ""
+        outer = join.args.get("side") or join.args.get("kind") not in (None, "INNER")
+        if alias not in dropped or condition is None or outer:
+            continue
+        read = [c for c in select.find_all(exp.Column) if c.table.lower() == alias]
+        if any(c.find_ancestor(exp.Join) is not join for c in read):
+            continue
+        if alias in sources and all(runs(c) for c in condition.find_all(exp.Column)):
+            continue
+        join.pop()
+        sources.pop(alias, None)
+        changes.append(f"the join of {node.name}, read for nothing else: dropped")
+    return changes
+
+
+def _compares_unsaid_text(condition: exp.Expr, question: str) -> bool:
+    """`column = 'X'`, `column LIKE '%X%'` or `ILIKE`, where the question never says X (as
+    whole words, in any case, or in the plural)."""
+    if not isinstance(condition, (exp.EQ, exp.Like, exp.ILike)):
+        return False
+    sides = (condition.this, condition.expression)
+    column = next((s for s in sides if isinstance(s, exp.Column)), None)
+    text = next((s for s in sides if isinstance(s, exp.Literal) and s.is_string), None)
+    if column is None or text is None:
+        return False
+    said = text.this.strip("%_ ").replace("%", " ").strip()
+    return bool(said) and not re.search(rf"(?<!\w){re.escape(said)}(?:e?s)?(?!\w)", question, re.IGNORECASE)
 
 
 def _runs(column: exp.Column, sources: dict[str, Source]) -> bool:

@@ -479,3 +479,55 @@ def test_a_join_of_a_number_with_a_text_reads_the_text_tables_key() -> None:
     assert found.changes == ["co.semester holds numbers and s.semester text: joined on semester's key semester_id"]
     same = "SELECT co.course_id FROM course_offering AS co JOIN semester AS s ON co.semester = s.semester_id"
     assert reroute_joins(same, semesters).changes == []
+
+
+AIRPORTS = Catalog(
+    NAMESPACE,
+    [
+        table("airport", "airport_code", "airport_name", "state_code", "country_name"),
+        table("city", "city_code", "city_name", "state_code"),
+        table("state", "state_code", "state_name"),
+    ],
+)
+ORLANDO = (
+    "Which state code is Orlando International Airport in?\n\n"
+    "Instructions: Filter airport, city, country names using ILIKE."
+)
+
+
+def test_filters_the_question_never_mentions_go_with_the_joins_read_only_for_them_when_one_cannot_run() -> None:
+    """atis-26: the model adds filters on a city and a country nobody asked for; `country` is
+    no dataset and `airport` has no `city_code`."""
+    query = (
+        "SELECT DISTINCT t1.state_code FROM airport AS t1 JOIN city AS t2 ON t1.city_code = t2.city_code "
+        "JOIN country AS t3 ON t2.country_code = t3.country_code WHERE t1.airport_name ILIKE "
+        "'Orlando International Airport' AND t2.city_name ILIKE 'IL' AND t3.country_name ILIKE 'United States'"
+    )
+
+    found = mend(query, AIRPORTS, ORLANDO)
+
+    assert found.query == (
+        "SELECT DISTINCT t1.state_code FROM airport AS t1 WHERE t1.airport_name ILIKE 'Orlando International Airport'"
+    )
+    assert found.changes == [
+        "filters on text the question never mentions, one of which could not run, dropped: "
+        "t2.city_name ILIKE 'IL'; t3.country_name ILIKE 'United States'",
+        "the join of country, read for nothing else: dropped",
+        "the join of city, read for nothing else: dropped",
+    ]
+    assert mend(query, AIRPORTS).changes == []  # without the question the rule is off
+
+
+def test_filters_the_question_mentions_or_that_all_run_are_left_to_the_model() -> None:
+    runs = (
+        "SELECT t1.state_code FROM airport AS t1 JOIN state AS t2 ON t1.state_code = t2.state_code "
+        "WHERE t1.airport_name ILIKE '%Orlando%' AND t2.state_name = 'Florida'"
+    )
+    said = (
+        "SELECT t1.state_code FROM airport AS t1 JOIN country AS t3 ON t1.country_name = t3.name "
+        "WHERE t1.airport_name ILIKE '%Orlando International%' AND t3.name = 'United State'"
+    )
+    assert mend(runs, AIRPORTS, ORLANDO).changes == []
+    plural = "Which airports of the United States are called Orlando International?"
+    assert mend(said, AIRPORTS, plural).query == said
+    assert mend(said, AIRPORTS, ORLANDO).changes[0].startswith("filters on text the question never mentions")

@@ -124,3 +124,27 @@ async def test_a_one_table_query_reading_another_tables_column_runs_joined(
     assert isinstance(events[1], RowsReady)
     assert [(row["customer"], row["refunded"]) for row in events[1].rows] == [("Ada", 6.0), ("Bob", 2.5)]
     assert len(chat_model.calls) == 1
+
+
+async def test_a_filter_nobody_asked_for_that_cannot_run_goes_with_its_join(
+    services: Services, world: World, chat_model: ScriptedChatModel
+) -> None:
+    """atis-26's slip: a filter on a table no dataset is named, on a text the question never says."""
+    chat_model.script += [
+        QueryDraft(
+            query="SELECT SUM(o.total) AS spent FROM orders AS o JOIN shops AS s ON o.shop_id = s.shop_id "
+            "WHERE o.customer = 'Ada' AND s.country = 'France'"
+        )
+    ]
+
+    events = await ask(services, world, "How much did Ada's orders come to?")
+
+    assert events[0] == QueryGenerated(
+        query="SELECT SUM(o.total) AS spent FROM orders AS o WHERE o.customer = 'Ada'",
+        reasoning="written by the query model; mended: filters on text the question never mentions, one of which "
+        "could not run, dropped: s.country = 'France'; the join of shops, read for nothing else: dropped",
+        attempts=1,
+    )
+    assert isinstance(events[1], RowsReady)
+    assert [row["spent"] for row in events[1].rows] == [42.5]
+    assert len(chat_model.calls) == 1

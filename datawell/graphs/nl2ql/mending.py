@@ -83,13 +83,13 @@ def data_change(query: str) -> str:
 
 
 async def mended(
-    deps: QueryDeps, context: QueryContext, catalog: Catalog, query: str, reasoning: str
+    deps: QueryDeps, context: QueryContext, catalog: Catalog, question: str, query: str, reasoning: str
 ) -> dict[str, Any]:
     """The state update that runs the refused `query` mended (tools/mend.py), when a rule
     changes it and the checker accepts the result; else {}."""
     if not deps.mend:
         return {}
-    found = mend(query, catalog)
+    found = mend(query, catalog, question)
     if not found.changes:
         return {}
     try:

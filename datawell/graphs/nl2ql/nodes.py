@@ -256,7 +256,9 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         if written and (deps.mend or UNKNOWN_NAMES & codes):
             catalog = await deps.tools.catalog(context.caller, context.namespace)
         reasoning = update.get("reasoning", state.get("reasoning", ""))
-        if catalog is not None and (repaired := await mended(deps, context, catalog, query, reasoning)):
+        if catalog is not None and (
+            repaired := await mended(deps, context, catalog, state["question"], query, reasoning)
+        ):
             return update | repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
