@@ -37,6 +37,14 @@ it (the reasoning says what changed):
   has no `program_id` and has `department` (read through `t1` by the rule above): `program`
   was joined for `department` and is now read only in a condition that cannot run, so its
   (inner) join goes.
+- **Filters nobody asked for, one of which cannot run.** `FROM airport AS t1 JOIN city AS t2
+  ON t1.city_code = t2.city_code JOIN country AS t3 ON ... WHERE t1.airport_name ILIKE
+  'Orlando International Airport' AND t2.city_name ILIKE 'IL' AND t3.country_name ILIKE
+  'United States'` for "Which state code is Orlando International Airport in?": the WHERE's
+  comparisons with a text the question never says go when one of them cannot run (here
+  `country` is no dataset), and so does each inner join then read only in its own condition,
+  when that condition cannot run or its table is no dataset. Only with the question (`mend`'s
+  third argument); filters that all run are left alone (`'WH-RTM'` for "Rotterdam" is right).
 - **Unix seconds in a date function.** `strftime('%m', departure_time)` of a column that
   holds Unix seconds (tools/catalog.py): the column is read as `to_timestamp(departure_time)`.
 - **The year of a column of years.** `strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of
@@ -617,6 +625,17 @@ def _invented_filters(select: exp.Select, sources: dict[str, Source], question: 
         sources.pop(alias, None)
         changes.append(f"the join of {node.name}, read for nothing else: dropped")
     return changes
+
+
+def unsaid_filters(query: str, question: str) -> list[str]:
+    """The query's comparisons of a column with a text the question never says (see
+    `_compares_unsaid_text`), as SQL; [] when it does not parse."""
+    try:
+        tree = sqlglot.parse_one(query, read=QL_DIALECT)
+    except sqlglot.errors.SqlglotError:
+        return []
+    found = tree.find_all(exp.EQ, exp.Like, exp.ILike)
+    return [c.sql(dialect=QL_DIALECT) for c in found if _compares_unsaid_text(c, question)]
 
 
 def _compares_unsaid_text(condition: exp.Expr, question: str) -> bool:

@@ -238,6 +238,26 @@ async def test_an_empty_results_repair_names_the_column_that_holds_the_filters_t
     assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
 
+async def test_an_empty_results_repair_names_the_filters_whose_text_the_question_never_says(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27 (academic-22): asked about Oslo, the writer also filters on a name nobody
+    gave; the repair says so, and the repaired query's rows are the answer."""
+    invented = "SELECT name FROM customers WHERE city = 'Oslo' AND name = 'Ole Nordmann'"
+    chat_model.script += [QueryDraft(query=invented), QueryDraft(query=OSLO)]
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    repair = chat_model.prompts()[1]
+    assert "It ran but returned no rows." in repair
+    assert (
+        "- the question never mentions the text of name = 'Ole Nordmann': keep only the filters it asks for" in repair
+    )
+    assert "city = 'Oslo': keep" not in repair
+    assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
+
+
 async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:

@@ -24,6 +24,7 @@ from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import where_stored
+from datawell.tools.mend import unsaid_filters
 from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
@@ -305,9 +306,14 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     problem = doubt(state["question"], result.query, result.rows)
     vouched = query == state.get("verified")
     if problem and not vouched and state.get("doubted") is None and state.get("attempts", 1) < deps.max_attempts:
-        # --- issue 27: an empty result names the filter text its column does not hold, and where it is ---
+        # --- issue 27: an empty result names the filter text its column does not hold (and where it
+        # is), and the filter text the question never says ---
         if not result.rows and deps.match_literals:
             elsewhere = await where_stored(deps.tools, context.caller, context.namespace, query)
+            elsewhere += [
+                f"the question never mentions the text of {f}: keep only the filters it asks for"
+                for f in unsaid_filters(query, state["question"])
+            ]
             problem = "\n".join([problem, *(f"- {line}" for line in elsewhere)])
         # --- end issue 27 ---
         feedback = (
