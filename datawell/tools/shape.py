@@ -26,6 +26,14 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   names the month and year (or a year alone) and no day of it, an equality of something with
   that period's first day becomes the period: `due_date >= '2024-04-01' AND due_date <
   '2024-05-01'`, which ISO text and timestamps compare alike.
+- **Rows repeated by a join that only filters.** "What are the top 3 publications with the
+  highest number of citations?" written `SELECT p.title, p.citation_num FROM publication AS
+  p JOIN cite AS c ON p.pid = c.cited ORDER BY p.citation_num DESC LIMIT 3` lists a
+  publication once per citation, so the top three are one publication three times. When the
+  outermost query selects plain columns (no aggregate, no window) of one table, through its
+  alias, joins others it neither selects nor orders by, and has no GROUP BY or DISTINCT, each
+  row is shown once: `SELECT DISTINCT`. (An ORDER BY of anything not selected leaves it
+  alone, as PostgreSQL refuses DISTINCT then.)
 - **A ranking whose measure is hidden** (`show_measure`: for answers written in words, the
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
@@ -126,6 +134,7 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
             _divide_as_fractions(tree),
             _select_group_keys(tree),
             _rows_not_extremes(tree),
+            _rows_once_through_filtering_joins(tree),
             _period_for_first_day(tree, question),
             _select_ranking_measure(tree) if show_measure else "",
         )
@@ -211,6 +220,26 @@ def _rows_not_extremes(tree: exp.Query) -> str:
         + ", ".join(e.sql(dialect=DIALECTS[QL_DIALECT]) for e in extremes)
         + " as the rows' column: the query orders rows by it"
     )
+
+
+def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
+    if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
+        return ""
+    if any(tree.args.get(part) is not None for part in ("distinct", "group", "having")):
+        return ""
+    selected = tree.expressions
+    if any(e.find(exp.AggFunc, exp.Window, exp.Star) for e in selected):
+        return ""
+    shown = {c.table.lower() for e in selected for c in e.find_all(exp.Column)}
+    if len(shown) != 1 or "" in shown:
+        return ""  # columns of several tables, or of one the query does not name
+    listed = {e.unalias().sql().lower() for e in selected} | {e.alias.lower() for e in selected if e.alias}
+    order = tree.args.get("order")
+    if order is not None and any(o.this.sql().lower() not in listed for o in order.expressions):
+        return ""
+    tree.set("distinct", exp.Distinct())
+    (table,) = shown
+    return f"each row shown once: the query joins other tables only to filter the rows of {table}"
 
 
 MONTHS = DATE_WORDS[:12]  # january ... december

@@ -1,5 +1,6 @@
 """A query's shape fitted to its question before it runs (issue 27): unasked LIMITs, whole-number
-division, grouped columns nobody can tell apart, a month's first day for the month."""
+division, grouped columns nobody can tell apart, rows a filtering join repeats, a month's first
+day for the month."""
 
 from __future__ import annotations
 
@@ -229,3 +230,30 @@ def test_an_extreme_of_the_column_rows_are_ordered_by_is_the_column() -> None:
 )
 def test_other_extremes_are_left_as_written(query: str) -> None:
     assert fit_shape(query, "Which 3 fares are highest?").changes == []
+
+
+async def test_rows_a_join_repeats_only_to_filter_them_are_shown_once(world: World) -> None:
+    """academic: `publication JOIN cite` listed a publication once per citation."""
+    query = "SELECT o.customer FROM orders AS o JOIN orders AS p ON o.customer = p.customer ORDER BY o.customer"
+    as_written = (await world.query.run(world.alice, world.sales, query)).rows
+    assert [r["customer"] for r in as_written].count("Ada") == 4  # her 2 orders, each joined to both
+
+    changes, found = await rows(world, query, "Which customers have placed orders?")
+
+    assert changes == ["each row shown once: the query joins other tables only to filter the rows of o"]
+    assert [r["customer"] for r in found] == ["Ada", "Bob", "Cy", "Dee"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT o.customer, p.total FROM orders AS o JOIN orders AS p ON o.customer = p.customer",  # two tables shown
+        "SELECT o.customer FROM orders AS o JOIN orders AS p ON o.customer = p.customer ORDER BY p.total",
+        "SELECT o.customer, COUNT(*) FROM orders AS o JOIN orders AS p ON o.customer = p.customer GROUP BY o.customer",
+        "SELECT DISTINCT o.customer FROM orders AS o JOIN orders AS p ON o.customer = p.customer",
+        "SELECT customer FROM orders AS o JOIN orders AS p ON o.customer = p.customer",  # whose customer?
+        "SELECT o.customer FROM orders AS o",  # no join
+    ],
+)
+def test_rows_of_more_than_a_filtering_join_are_left_as_written(query: str) -> None:
+    assert fit_shape(query, "Which customers have placed orders?").changes == []
