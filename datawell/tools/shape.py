@@ -34,6 +34,15 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   alias, joins others it neither selects nor orders by, and has no GROUP BY or DISTINCT, each
   row is shown once: `SELECT DISTINCT`. (An ORDER BY of anything not selected leaves it
   alone, as PostgreSQL refuses DISTINCT then.)
+- **A join that only passes a key along, under an aggregate.** "What is the average clarity
+  score for each instructor who taught a course?" written `FROM instructor AS i JOIN
+  comment_instructor AS ci ON i.instructor_id = ci.instructor_id JOIN offering_instructor AS
+  oi ON ci.instructor_id = oi.instructor_id ...` averages each course once per comment on its
+  instructor, and drops the instructors nobody commented on. When the outermost query
+  aggregates, and an inner-joined table is read only in join conditions, each time as the
+  same column equal to another table's column, and in at least one later condition, and
+  its own condition is that equality alone, the join goes and the later conditions read the column it was joined on (`oi.instructor_id =
+  i.instructor_id`).
 - **A ranking whose measure is hidden** (`show_measure`: for answers written in words, the
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
@@ -135,6 +144,7 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
             _select_group_keys(tree),
             _rows_not_extremes(tree),
             _rows_once_through_filtering_joins(tree),
+            _skip_key_passing_joins(tree),
             _period_for_first_day(tree, question),
             _select_ranking_measure(tree) if show_measure else "",
         )
@@ -240,6 +250,47 @@ def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
     tree.set("distinct", exp.Distinct())
     (table,) = shown
     return f"each row shown once: the query joins other tables only to filter the rows of {table}"
+
+
+def _skip_key_passing_joins(tree: exp.Query) -> str:
+    if not isinstance(tree, exp.Select) or not any(e.find(exp.AggFunc) for e in tree.expressions):
+        return ""
+    skipped = []
+    for join in list(tree.args.get("joins") or []):
+        table = join.this
+        if not isinstance(table, exp.Table) or join.args.get("side") or join.args.get("kind") not in (None, "INNER"):
+            continue
+        alias = table.alias_or_name.lower()
+        read = [c for c in tree.find_all(exp.Column) if c.table.lower() == alias]
+        own = [c for c in read if c.find_ancestor(exp.Join) is join]
+        if len(read) < 2 or len(own) != 1 or len({c.name.lower() for c in read}) != 1:
+            continue
+        if join.args.get("on") is not own[0].parent:
+            continue  # its condition says more than the key
+        partners = [_equated_with(c) for c in read]
+        if any(p is None or p.find_ancestor(exp.Join) is None for p in partners):
+            continue  # read outside a join condition, or not in an equality of two columns
+        partner = _equated_with(own[0])
+        assert partner is not None
+        for column in read:
+            if column is not own[0]:
+                column.replace(partner.copy())
+        join.pop()
+        skipped.append(f"{table.name} (read for {own[0].name} only)")
+    return (
+        f"dropped joins that only passed a key along, which repeat the rows aggregated: {', '.join(skipped)}"
+        if skipped
+        else ""
+    )
+
+
+def _equated_with(column: exp.Column) -> exp.Column | None:
+    """The other column of `a = b` when `column` is one side of it and both are columns."""
+    equality = column.parent
+    if not isinstance(equality, exp.EQ):
+        return None
+    other = equality.right if equality.left is column else equality.left
+    return other if isinstance(other, exp.Column) and other is not column else None
 
 
 MONTHS = DATE_WORDS[:12]  # january ... december

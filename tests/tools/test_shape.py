@@ -257,3 +257,41 @@ async def test_rows_a_join_repeats_only_to_filter_them_are_shown_once(world: Wor
 )
 def test_rows_of_more_than_a_filtering_join_are_left_as_written(query: str) -> None:
     assert fit_shape(query, "Which customers have placed orders?").changes == []
+
+
+# Each order with what its customer spent in all, `via` joined only to pass `customer` along.
+PASSED_ALONG = (
+    "SELECT o.order_id, SUM(t.total) AS spent FROM orders AS o JOIN orders AS via ON o.customer = via.customer "
+    "JOIN orders AS t ON via.customer = t.customer GROUP BY o.order_id ORDER BY o.order_id"
+)
+
+
+async def test_a_join_that_only_passes_a_key_along_is_not_aggregated_over(world: World) -> None:
+    """advising: `instructor JOIN comment_instructor JOIN offering_instructor` on instructor_id
+    averaged each course once per comment."""
+    as_written = (await world.query.run(world.alice, world.sales, PASSED_ALONG)).rows
+    assert (as_written[0]["order_id"], as_written[0]["spent"]) == (
+        1,
+        85.0,
+    )  # Ada's 12.5 + 30.0, twice: once per order of hers
+
+    changes, found = await rows(world, PASSED_ALONG, "What did the customer of each order spend in all?")
+
+    assert changes == [
+        "dropped joins that only passed a key along, which repeat the rows aggregated: orders (read for customer only)"
+    ]
+    assert [(r["order_id"], r["spent"]) for r in found] == [(1, 42.5), (2, 99.0), (3, 7.25), (4, 42.5), (5, 3.0)]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        PASSED_ALONG.replace("SUM(t.total) AS spent", "t.total"),  # no aggregate: rows, which DISTINCT may fix
+        PASSED_ALONG.replace("GROUP BY", "WHERE via.paid GROUP BY"),  # read for more than the key
+        PASSED_ALONG.replace("o.customer = via.customer", "o.customer = via.customer AND via.paid"),
+        PASSED_ALONG.replace("JOIN orders AS via", "LEFT JOIN orders AS via"),
+        PASSED_ALONG.replace("via.customer = t.customer", "o.customer = t.customer"),  # passes nothing along
+    ],
+)
+def test_joins_that_do_more_than_pass_a_key_along_stay(query: str) -> None:
+    assert not any("passed a key along" in change for change in fit_shape(query, "spent?").changes)
