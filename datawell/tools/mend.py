@@ -368,7 +368,7 @@ def _mistyped_joins(select: exp.Select, sources: dict[str, Source]) -> list[str]
             continue
         text_side, number_side = (sides[0], sides[1]) if kinds[0] == "text" else (sides[1], sides[0])
         info = sources[text_side.table.lower()].info
-        keys = [_exact(info, k) for k in _key_names(info) if _kind(info, k) == number]
+        keys = [_exact(info, k) for k in key_names(info) if _kind(info, k) == number]
         if len(keys) != 1:
             continue
         said = text_side.sql(dialect=QL_DIALECT)
@@ -384,12 +384,12 @@ def _kind(info: TableInfo, column: str) -> str:
 
 
 def _keyed_by(catalog: Catalog, column: str) -> set[str]:
-    """The tables whose key a column of this name is, by its name (`_key_names`)."""
+    """The tables whose key a column of this name is, by its name (`key_names`)."""
     name = column.lower()
-    return {table.name for table in catalog.tables if name in _key_names(table)}
+    return {table.name for table in catalog.tables if name in key_names(table)}
 
 
-def _key_names(table: TableInfo) -> set[str]:
+def key_names(table: TableInfo) -> set[str]:
     """A table's own key, by its name, among its columns: its singular with `_id`, `_code`,
     `_no` or `_number`; else its name's last word's; else, for a one-word name, its initial
     with `id`."""
@@ -408,12 +408,12 @@ def _bridge(
 ) -> tuple[TableInfo, tuple[str, str]] | None:
     """The one dataset not read yet that holds both tables' own keys, else the one that holds
     both columns the join named, with the two column names (the near table's first)."""
-    own = (_key_names(near), _key_names(far))
+    own = (key_names(near), key_names(far))
     pairs = [(a, b) for a in own[0] for b in own[1] if a != b]
     for pair in [*pairs, (near_column.lower(), far_column.lower())]:
         holders = [t for t in catalog.tables if t.name not in read and set(pair) <= {c.lower() for c in t.columns}]
         if len(holders) > 1:  # the one whose own key is one of the two: course_offering's offering_id
-            keyed = [t for t in holders if _key_names(t) & set(pair)]
+            keyed = [t for t in holders if key_names(t) & set(pair)]
             if len(keyed) != 1:
                 return None  # more than one path: the model's is as good a guess as any
             holders = keyed

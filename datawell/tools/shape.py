@@ -49,7 +49,7 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   An aggregate the outermost query orders by and does not select is selected, after the
   rest. A query asked for as a query (nl2ql) is left as its writer meant it.
 
-And one that needs the catalog's column names (`group_per_asked`):
+And two that need the catalog's column names (`group_per_asked`, `label_rows`):
 
 - **An aggregate asked "per X" without its groups.** "What are the average payment terms of
   our suppliers per country?" written `SELECT AVG(payment_terms_days) FROM suppliers` gives
@@ -60,6 +60,13 @@ And one that needs the catalog's column names (`group_per_asked`):
   outermost query selects only aggregates and has no GROUP BY, it is grouped by that column,
   which is selected in front. A time unit after "per" is left alone ("per day" asks for one
   average of daily values as often as for a row a day).
+- **Values whose rows nobody can tell apart.** "What are the easiness scores for courses in
+  the Computer Science department? Show both courses and scores." written `SELECT
+  easiness_score FROM course WHERE department = 'Computer Science'` lists numbers without
+  saying whose. When the outermost query selects, without aggregating, only columns of one
+  dataset the question names (`course` for "courses"), none of them a name, a title or a key,
+  and the dataset has a `name`, `title` or `<dataset>_name` column, that column is selected in
+  front.
 
 The rest are pure functions of the query text and the question: no catalog, no data. A
 query that does not parse is returned as it is (the checker says why)."""
@@ -73,9 +80,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.checker.dates import MONTHS as DATE_WORDS
 from datawell.tools.coverage import singular
+from datawell.tools.mend import key_names
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
@@ -450,3 +459,48 @@ def _columns_named(
             if found:
                 return found, word
     return [], ""
+
+
+def label_rows(query: str, question: str, catalog: Catalog) -> Shaped:
+    """`query` with the name of the rows it lists selected in front (see the module)."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    if not isinstance(tree, exp.Select) or any(tree.args.get(p) is not None for p in ("group", "distinct")):
+        return Shaped(query, [])
+    selected = tree.expressions
+    columns = [c for e in selected for c in e.find_all(exp.Column)]
+    if not columns or any(e.find(exp.AggFunc, exp.Window, exp.Star) for e in selected):
+        return Shaped(query, [])
+    tables = [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])]
+    read = {t.alias_or_name.lower(): t.name for t in tables if isinstance(t, exp.Table)}
+    qualifiers = {c.table.lower() for c in columns}
+    if len(qualifiers) != 1 or len(read) != len(tables) or (qualifiers == {""} and len(read) != 1):
+        return Shaped(query, [])
+    (qualifier,) = qualifiers
+    info = catalog.table(read[qualifier] if qualifier else next(iter(read.values())))
+    if info is None or not _names_the_rows(question, info.name):
+        return Shaped(query, [])
+    own = {c.lower() for c in info.columns}
+    label = next((c for c in ("name", "title", f"{singular(info.name.lower())}_name") if c in own), None)
+    keys = key_names(info)
+    shown = {c.name.lower() for c in columns}
+    if label is None or any(n in keys or n in ("name", "title") or n.endswith(_TELLING) for n in shown):
+        return Shaped(query, [])
+    column = exp.column(label, table=columns[0].table or None)
+    tree.set("expressions", [column, *selected])
+    said = column.sql(dialect=DIALECTS[QL_DIALECT])
+    return Shaped(
+        tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"selected {said} in front: the rows did not say whose they are"]
+    )
+
+
+# Column endings that tell rows apart already: a name, an id, a code, a number.
+_TELLING = ("_name", "_id", "_code", "_number", "_no")
+
+
+def _names_the_rows(question: str, table: str) -> bool:
+    """Whether the question names the table's rows ("courses", "course"; "airport" for airport)."""
+    words = {singular(w) for w in re.findall(r"[a-z]+", question.lower())}
+    return singular(table.lower().rsplit("_", 1)[-1]) in words

@@ -1,12 +1,14 @@
 """A query's shape fitted to its question before it runs (issue 27): unasked LIMITs, whole-number
-division, grouped columns nobody can tell apart, rows a filtering join repeats, a month's first
-day for the month."""
+division, grouped columns nobody can tell apart, rows a filtering join repeats, keys passed along
+under an aggregate, listed values without their rows' names, a month's first day for the month."""
 
 from __future__ import annotations
 
 import pytest
 
-from datawell.tools.shape import fit_shape, group_per_asked
+from datawell.storage.access import NamespaceRef
+from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.shape import fit_shape, group_per_asked, label_rows
 from tests.tools.conftest import World
 
 
@@ -295,3 +297,65 @@ async def test_a_join_that_only_passes_a_key_along_is_not_aggregated_over(world:
 )
 def test_joins_that_do_more_than_pass_a_key_along_stay(query: str) -> None:
     assert not any("passed a key along" in change for change in fit_shape(query, "spent?").changes)
+
+
+def catalog_of(**tables: tuple[str, ...]) -> Catalog:
+    namespace = NamespaceRef("n1", "alice", "school")
+    return Catalog(
+        namespace,
+        [
+            TableInfo(
+                name=name,
+                dataset_id=name,
+                namespace=namespace,
+                physical=name,
+                description="",
+                columns={c: "text" for c in columns},
+                column_descriptions={},
+            )
+            for name, columns in tables.items()
+        ],
+    )
+
+
+SCHOOL = catalog_of(
+    course=("course_id", "name", "department", "easiness_score"),
+    instructor=("instructor_id", "title", "rating"),
+    city=("city_code", "city_name", "population"),
+    grade=("student_id", "course_id", "grade"),
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "question", "labelled"),
+    [
+        (
+            "SELECT T1.easiness_score FROM course AS T1 WHERE T1.department = 'Computer Science'",
+            "What are the easiness scores for courses in Computer Science? Show both courses and scores.",
+            "SELECT T1.name, T1.easiness_score FROM course AS T1 WHERE T1.department = 'Computer Science'",
+        ),
+        ("SELECT rating FROM instructor", "How is each instructor rated?", "SELECT title, rating FROM instructor"),
+        ("SELECT population FROM city", "What are the cities' populations?", "SELECT city_name, population FROM city"),
+    ],
+)
+def test_listed_values_get_the_names_of_their_rows(query: str, question: str, labelled: str) -> None:
+    shaped = label_rows(query, question, SCHOOL)
+    assert shaped.query == labelled
+    assert len(shaped.changes) == 1 and shaped.changes[0].endswith("in front: the rows did not say whose they are")
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("SELECT easiness_score FROM course", "What easiness scores are there?"),  # no course named
+        ("SELECT name, easiness_score FROM course", "scores of courses"),  # named already
+        ("SELECT course_id, easiness_score FROM course", "scores of courses"),  # its key tells them apart
+        ("SELECT AVG(easiness_score) FROM course", "average score of courses"),  # one aggregate
+        ("SELECT DISTINCT department FROM course", "departments of courses"),
+        ("SELECT grade FROM grade", "grades of each grade"),  # no name column
+        ("SELECT c.easiness_score FROM course AS c JOIN grade AS g ON c.course_id = g.course_id", "?"),
+        ("SELECT c.easiness_score, i.rating FROM course AS c, instructor AS i", "courses and instructors"),
+    ],
+)
+def test_rows_already_told_apart_or_not_named_are_left_alone(query: str, question: str) -> None:
+    assert label_rows(query, question, SCHOOL).changes == []

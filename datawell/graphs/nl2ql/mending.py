@@ -18,16 +18,18 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.literals import match_literals
 from datawell.tools.mend import mend, reroute_joins
 from datawell.tools.names import NameTriage, flagged, query_names, triage
-from datawell.tools.shape import asked_per, fit_shape, group_per_asked
+from datawell.tools.shape import asked_per, fit_shape, group_per_asked, label_rows
 
 JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
+# A query that may aggregate: one that does not lists rows, which may need their names.
+AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)
 
 
 async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
     """The query with its shape fitted to the question (tools/shape.py), a join of two
     different tables' keys read through the dataset linking them and a join of a number with
-    a text read on the text table's key (tools/mend.reroute_joins),
-    and its text literals matched to stored values (tools/literals.py), and what changed, in
+    a text read on the text table's key (tools/mend.reroute_joins), listed values given
+    their rows' names (tools/shape.label_rows), and its text literals matched to stored values (tools/literals.py), and what changed, in
     words."""
     changes: list[str] = []
     if deps.fit_shape:
@@ -35,8 +37,10 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
         query = shaped.query
         changes += shaped.changes
         per = asked_per(question)
-        # The catalog is read only when a rule needs it: a join to reroute, or "per X" to group by.
-        catalog = await deps.tools.catalog(context.caller, context.namespace) if per or JOIN.search(query) else None
+        # The catalog is read only when a rule needs it: a join to reroute, "per X" to group by,
+        # or rows to name.
+        needed = per or JOIN.search(query) or not AGGREGATES.search(query)
+        catalog = await deps.tools.catalog(context.caller, context.namespace) if needed else None
         if catalog is not None:
             rerouted = reroute_joins(query, catalog)
             query = rerouted.query
@@ -45,6 +49,10 @@ async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: s
             grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
             query = grouped.query
             changes += grouped.changes
+        if catalog is not None:
+            labelled = label_rows(query, question, catalog)
+            query = labelled.query
+            changes += labelled.changes
     if deps.match_literals:
         matched = await match_literals(deps.tools, context.caller, context.namespace, query)
         if matched.changes:
