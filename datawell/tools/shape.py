@@ -65,7 +65,8 @@ And two that need the catalog's column names (`group_per_asked`, `label_rows`):
   easiness_score FROM course WHERE department = 'Computer Science'` lists numbers without
   saying whose. When the outermost query selects, without aggregating, only columns of one
   dataset the question names (`course` for "courses"), none of them a name, a title or a key,
-  and the dataset has a `name`, `title` or `<dataset>_name` column, that column is selected in
+  and the dataset has a `name`, `title` or `<dataset>_name` column that the WHERE does not
+  pin to one value ("the price of the Red Chair" named its row), that column is selected in
   front.
 
 The rest are pure functions of the query text and the question: no catalog, no data. A
@@ -488,6 +489,11 @@ def label_rows(query: str, question: str, catalog: Catalog) -> Shaped:
     shown = {c.name.lower() for c in columns}
     if label is None or any(n in keys or n in ("name", "title") or n.endswith(_TELLING) for n in shown):
         return Shaped(query, [])
+    where = tree.args.get("where")
+    if where is not None and any(
+        isinstance(c.parent, exp.EQ) and c.name.lower() == label for c in where.find_all(exp.Column)
+    ):
+        return Shaped(query, [])  # the question named the row: "the price of the Red Chair"
     column = exp.column(label, table=columns[0].table or None)
     tree.set("expressions", [column, *selected])
     said = column.sql(dialect=DIALECTS[QL_DIALECT])

@@ -353,6 +353,7 @@ def test_listed_values_get_the_names_of_their_rows(query: str, question: str, la
         ("SELECT AVG(easiness_score) FROM course", "average score of courses"),  # one aggregate
         ("SELECT DISTINCT department FROM course", "departments of courses"),
         ("SELECT grade FROM grade", "grades of each grade"),  # no name column
+        ("SELECT easiness_score FROM course WHERE name = 'Algebra'", "How easy is the Algebra course?"),
         ("SELECT c.easiness_score FROM course AS c JOIN grade AS g ON c.course_id = g.course_id", "?"),
         ("SELECT c.easiness_score, i.rating FROM course AS c, instructor AS i", "courses and instructors"),
     ],
