@@ -57,6 +57,29 @@ async def test_a_column_read_through_the_wrong_alias_runs_mended(
     assert len(chat_model.calls) == 1  # no repair was asked of the model
 
 
+async def test_a_mended_query_is_fitted_as_a_written_one_is(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    """academic-09's query ordered by a column read through the wrong alias; mended, it
+    repeated each row once per joined row, which only a fitting after the mend could see (before
+    it, the query ordered by something it did not select)."""
+    query = "SELECT o.customer FROM orders AS o JOIN refunds AS r ON r.order_id = o.order_id ORDER BY r.customer"
+    chat_model.script += [QueryDraft(query=query)]
+
+    events = await ask(services, refunds, "Which customers got refunds?")
+
+    assert events[0] == QueryGenerated(
+        query="SELECT DISTINCT o.customer FROM orders AS o JOIN refunds AS r ON r.order_id = o.order_id "
+        "ORDER BY o.customer",
+        reasoning="written by the query model; mended: r.customer read as o.customer; each row shown once: "
+        "the query joins other tables only to filter the rows of o",
+        attempts=1,
+    )
+    assert isinstance(events[1], RowsReady)
+    assert [row["customer"] for row in events[1].rows] == ["Ada", "Bob"]  # Ada's order had two refunds
+    assert len(chat_model.calls) == 1
+
+
 async def test_unix_seconds_in_a_date_function_run_as_timestamps(
     services: Services, refunds: World, chat_model: ScriptedChatModel
 ) -> None:

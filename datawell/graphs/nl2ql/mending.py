@@ -93,16 +93,18 @@ def data_change(query: str) -> str:
 async def mended(
     deps: QueryDeps, context: QueryContext, catalog: Catalog, question: str, query: str, reasoning: str
 ) -> dict[str, Any]:
-    """The state update that runs the refused `query` mended (tools/mend.py), when a rule
-    changes it and the checker accepts the result; else {}."""
+    """The state update that runs the refused `query` mended (tools/mend.py) and then fitted
+    as a written query is (`fitted`: a rule of its may apply only once the names are right),
+    when a mend rule changes it and the checker accepts the result; else {}."""
     if not deps.mend:
         return {}
     found = mend(query, catalog, question)
     if not found.changes:
         return {}
+    query, fits = await fitted(deps, context, question, found.query)
     try:
-        prepared = await deps.tools.prepare(context.caller, context.namespace, found.query)
+        prepared = await deps.tools.prepare(context.caller, context.namespace, query)
     except QueryError:
         return {}
-    reasoning = f"{reasoning}; mended: {'; '.join(found.changes)}".lstrip("; ")
-    return {"draft": found.query, "prepared": prepared, "reasoning": reasoning}
+    reasoning = f"{reasoning}; mended: {'; '.join([*found.changes, *fits])}".lstrip("; ")
+    return {"draft": query, "prepared": prepared, "reasoning": reasoning}
