@@ -564,7 +564,7 @@ def _dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, 
         if len(mine) != 1 or any(c.find_ancestor(exp.Join) is not mine[0] for c in read):
             continue
         join = mine[0]
-        if not _inner(join):
+        if not inner_join(join):
             continue
         lacking = [c for c in join.args["on"].find_all(exp.Column) if not _runs(c, sources)]
         if not lacking:
@@ -613,7 +613,7 @@ def _invented_filters(select: exp.Select, sources: dict[str, Source], question: 
     for join in reversed(select.args.get("joins") or []):
         node, condition = join.this, join.args.get("on")
         alias = node.alias_or_name.lower() if isinstance(node, exp.Table) else ""
-        if alias not in dropped or condition is None or not _inner(join):
+        if alias not in dropped or condition is None or not inner_join(join):
             continue
         read = [c for c in select.find_all(exp.Column) if c.table.lower() == alias]
         if any(c.find_ancestor(exp.Join) is not join for c in read):
@@ -651,7 +651,7 @@ def _compares_unsaid_text(condition: exp.Expr, question: str) -> bool:
     return bool(said) and not re.search(rf"(?<!\w){re.escape(said)}(?:e?s)?(?!\w)", question, re.IGNORECASE)
 
 
-def _inner(join: exp.Join) -> bool:
+def inner_join(join: exp.Join) -> bool:
     """Whether the join is an inner one (`JOIN` or `INNER JOIN`): dropping an outer join would
     lose the rows it keeps."""
     return not join.args.get("side") and join.args.get("kind") in (None, "INNER")

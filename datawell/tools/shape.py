@@ -41,8 +41,8 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   instructor, and drops the instructors nobody commented on. When the outermost query
   aggregates, and an inner-joined table is read only in join conditions, each time as the
   same column equal to another table's column, and in at least one later condition, and
-  its own condition is that equality alone, the join goes and the later conditions read the column it was joined on (`oi.instructor_id =
-  i.instructor_id`).
+  its own condition is that equality alone, the join goes and the later conditions read the
+  column it was joined on (`oi.instructor_id = i.instructor_id`).
 - **A ranking whose measure is hidden** (`show_measure`: for answers written in words, the
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
@@ -85,7 +85,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.checker.dates import MONTHS as DATE_WORDS
 from datawell.tools.coverage import singular
-from datawell.tools.mend import key_names
+from datawell.tools.mend import inner_join, key_names
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
@@ -268,7 +268,7 @@ def _skip_key_passing_joins(tree: exp.Query) -> str:
     skipped = []
     for join in list(tree.args.get("joins") or []):
         table = join.this
-        if not isinstance(table, exp.Table) or join.args.get("side") or join.args.get("kind") not in (None, "INNER"):
+        if not isinstance(table, exp.Table) or not inner_join(join):
             continue
         alias = table.alias_or_name.lower()
         read = [c for c in tree.find_all(exp.Column) if c.table.lower() == alias]

@@ -25,31 +25,35 @@ JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)
 
 
-async def fitted(deps: QueryDeps, context: QueryContext, question: str, query: str) -> tuple[str, list[str]]:
+async def fitted(
+    deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
+) -> tuple[str, list[str]]:
     """The query with its shape fitted to the question (tools/shape.py), a join of two
     different tables' keys read through the dataset linking them and a join of a number with
-    a text read on the text table's key (tools/mend.reroute_joins), listed values given
-    their rows' names (tools/shape.label_rows), and its text literals matched to stored values (tools/literals.py), and what changed, in
-    words."""
+    a text read on the text table's key (tools/mend.reroute_joins), listed values given their
+    rows' names (tools/shape.label_rows), and its text literals matched to stored values
+    (tools/literals.py), and what changed, in words. A caller that holds the namespace's
+    `catalog` already passes it."""
     changes: list[str] = []
     if deps.fit_shape:
         shaped = fit_shape(query, question, show_measure=deps.show_measure)
         query = shaped.query
         changes += shaped.changes
         per = asked_per(question)
-        # The catalog is read only when a rule needs it: a join to reroute, "per X" to group by,
-        # or rows to name.
-        needed = per or JOIN.search(query) or not AGGREGATES.search(query)
-        catalog = await deps.tools.catalog(context.caller, context.namespace) if needed else None
+        # The catalog's rules run only when one may apply: a join to reroute, "per X" to group
+        # by, or rows to name; only then is the catalog read, if the caller has not.
+        if not (per or JOIN.search(query) or not AGGREGATES.search(query)):
+            catalog = None
+        elif catalog is None:
+            catalog = await deps.tools.catalog(context.caller, context.namespace)
         if catalog is not None:
             rerouted = reroute_joins(query, catalog)
             query = rerouted.query
             changes += rerouted.changes
-        if per and catalog is not None:
-            grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
-            query = grouped.query
-            changes += grouped.changes
-        if catalog is not None:
+            if per:
+                grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
+                query = grouped.query
+                changes += grouped.changes
             labelled = label_rows(query, question, catalog)
             query = labelled.query
             changes += labelled.changes
@@ -101,7 +105,7 @@ async def mended(
     found = mend(query, catalog, question)
     if not found.changes:
         return {}
-    query, fits = await fitted(deps, context, question, found.query)
+    query, fits = await fitted(deps, context, question, found.query, catalog)
     try:
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)
     except QueryError:
