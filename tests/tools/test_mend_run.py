@@ -80,6 +80,32 @@ async def test_a_mended_query_is_fitted_as_a_written_one_is(
     assert len(chat_model.calls) == 1
 
 
+async def test_a_join_a_mend_drops_no_longer_merges_rows(
+    services: Services, refunds: World, chat_model: ScriptedChatModel
+) -> None:
+    """advising-29: the written query joined a table only to filter; fitted, it showed each
+    row once. The join could not run and the mend dropped it; the mend starts from the query as
+    written, so nothing merges two of Ada's orders that were both paid."""
+    chat_model.script += [
+        QueryDraft(
+            query="SELECT o.paid FROM orders AS o JOIN refunds AS r ON o.refund_id = r.refund_id "
+            "WHERE r.customer = 'Ada'"
+        )
+    ]
+
+    events = await ask(services, refunds, "Were Ada's orders paid?")
+
+    assert events[0] == QueryGenerated(
+        query="SELECT o.paid FROM orders AS o WHERE o.customer = 'Ada'",
+        reasoning="written by the query model; mended: r.customer read as o.customer; the join of refunds could "
+        "not run (o.refund_id, r.refund_id) and nothing else read it: dropped",
+        attempts=1,
+    )
+    assert isinstance(events[1], RowsReady)
+    assert [row["paid"] for row in events[1].rows] == [True, True]  # orders 1 and 4
+    assert len(chat_model.calls) == 1
+
+
 async def test_unix_seconds_in_a_date_function_run_as_timestamps(
     services: Services, refunds: World, chat_model: ScriptedChatModel
 ) -> None:

@@ -97,8 +97,9 @@ def data_change(query: str) -> str:
 async def mended(
     deps: QueryDeps, context: QueryContext, catalog: Catalog, question: str, query: str, reasoning: str
 ) -> dict[str, Any]:
-    """The state update that runs the refused `query` mended (tools/mend.py) and then fitted
-    as a written query is (`fitted`: a rule of its may apply only once the names are right),
+    """The state update that runs the refused `query`, as the model wrote it, mended
+    (tools/mend.py) and then fitted as a written query is (`fitted`: a rule of its may apply
+    only once the names are right, and one that fitted the refused query may no longer hold),
     when a mend rule changes it and the checker accepts the result; else {}."""
     if not deps.mend:
         return {}

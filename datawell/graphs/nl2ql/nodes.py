@@ -256,11 +256,13 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         catalog = None  # read once for the mend and the unknown names
         if written and (deps.mend or UNKNOWN_NAMES & codes):
             catalog = await deps.tools.catalog(context.caller, context.namespace)
-        reasoning = update.get("reasoning", state.get("reasoning", ""))
+        # The query as written is mended, then fitted afresh: a rule that fitted the refused
+        # query may no longer hold once a mend drops the join it answered (advising-29).
+        reasoning = state.get("reasoning", "")
         if catalog is not None and (
-            repaired := await mended(deps, context, catalog, state["question"], query, reasoning)
+            repaired := await mended(deps, context, catalog, state["question"], state["draft"], reasoning)
         ):
-            return update | repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
+            return repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
         missing: list[str] = []
