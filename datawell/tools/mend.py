@@ -13,6 +13,10 @@ it (the reasoning says what changed):
 - **A column name one letter or two off.** `student.declared_major` where `student` has
   `declare_major` and no other column as close (difflib's ratio at least 0.85), and no table
   of the SELECT has `declared_major`: the column is read by its name.
+- **A name the question picks among several.** `SELECT airport_code ... FROM flight`, where
+  `flight` has no `airport_code` but `from_airport` and `to_airport` share its word: read as
+  the one whose other words and description the question says most ("depart from": from_airport,
+  "the departure location"), when one says more than the others and no dataset was joined for it.
 - **The table that lacks a column.** `FROM course JOIN student ON course.course_id =
   student.course_id`, where `student` has no `course_id` but exactly one other dataset
   (`student_record`) holds every column the query reads of `student`: that dataset is read
@@ -85,7 +89,7 @@ from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
 from datawell.tools.checker.allowed import QL_DIALECT
 from datawell.tools.checker.dates import column_holds, date_columns
 from datawell.tools.coverage import singular
-from datawell.tools.names import parts
+from datawell.tools.names import GENERIC, parts
 
 
 @dataclass(frozen=True)
@@ -110,8 +114,14 @@ def mend(query: str, catalog: Catalog, question: str = "") -> Mended:
     def slips(
         select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
     ) -> list[str]:
-        invented = _invented_filters(select, sources, question) if question else []
-        return [*invented, *_slips(select, sources, catalog, defined, tree)]
+        if not question:
+            return _slips(select, sources, catalog, defined, tree)
+        invented = _invented_filters(select, sources, question)
+        return [
+            *invented,
+            *_slips(select, sources, catalog, defined, tree),
+            *_named_by_question(select, sources, question),
+        ]
 
     return _apply(query, catalog, slips)
 
@@ -246,6 +256,46 @@ def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
         changes.append(f"{owner.info.name} has no {column.name}: read {right}")
         column.set("this", exp.to_identifier(right))
     return changes
+
+
+def _named_by_question(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
+    """A column no table of the SELECT has, read through a table (its qualifier's, or the only
+    one) with several columns that share a word of its name (`airport_code`: `from_airport`,
+    `to_airport`): read as the one whose own words and description the question says most
+    (`depart from each airport code`: from_airport, "the departure location"), when one does.
+    Runs after the other rules: a dataset that holds the name, and links to the table, is
+    joined first."""
+    changes: list[str] = []
+    named = _output_names(select)
+    said = _stems(question)
+    for column in _own_columns(select):
+        qualifier = column.table.lower()
+        owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
+        if owner is None or column.name.lower() in named or any(s.has(column.name) for s in sources.values()):
+            continue
+        words = {w for w in parts(column.name) if w not in GENERIC}
+        scored = sorted(
+            (
+                (
+                    len(said & _stems(" ".join([*(set(parts(c)) - words), owner.info.column_descriptions.get(c, "")]))),
+                    c,
+                )
+                for c in owner.info.columns
+                if words & set(parts(c))
+            ),
+            reverse=True,
+        )
+        if len(scored) < 2 or scored[0][0] == scored[1][0] or scored[0][0] == 0:
+            continue
+        right = scored[0][1]
+        changes.append(f"{owner.info.name} has no {column.name}: read {right}, which the question describes")
+        column.set("this", exp.to_identifier(right))
+    return changes
+
+
+def _stems(text: str) -> set[str]:
+    """A text's words cut to five letters (`departures`, `depart`: depar); short words whole."""
+    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if w not in GENERIC}
 
 
 def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:

@@ -531,3 +531,42 @@ def test_filters_the_question_mentions_or_that_all_run_are_left_to_the_model() -
     plural = "Which airports of the United States are called Orlando International?"
     assert mend(said, AIRPORTS, plural).query == said
     assert mend(said, AIRPORTS, ORLANDO).changes[0].startswith("filters on text the question never mentions")
+
+
+DEPARTURES = Catalog(
+    NAMESPACE,
+    [
+        TableInfo(
+            name="flight",
+            dataset_id="flight",
+            namespace=NAMESPACE,
+            physical="flight",
+            description="",
+            columns={"flight_id": "integer", "from_airport": "text", "to_airport": "text", "airline_code": "text"},
+            column_descriptions={
+                "from_airport": "The 3-letter airport code for the departure location",
+                "to_airport": "The 3-letter airport code for the arrival location",
+            },
+        ),
+        table("airport", "airport_code", "airport_name"),
+    ],
+)
+
+
+def test_a_name_two_columns_share_a_word_of_is_read_as_the_one_the_question_describes() -> None:
+    """atis-10: flight has no airport_code; from_airport and to_airport share its word, and the
+    question says "depart from", which from_airport's name and description say."""
+    query = "SELECT airport_code, COUNT(*) FROM flight GROUP BY airport_code"
+
+    found = mend(query, DEPARTURES, "How many flights depart from each airport code?")
+
+    assert found.query == "SELECT from_airport, COUNT(*) FROM flight GROUP BY from_airport"
+    assert found.changes == ["flight has no airport_code: read from_airport, which the question describes"]
+    arriving = mend(query, DEPARTURES, "How many flights arrive at each airport code?")
+    assert arriving.query == "SELECT to_airport, COUNT(*) FROM flight GROUP BY to_airport"
+
+
+def test_no_reading_when_the_question_describes_no_one_column_best() -> None:
+    query = "SELECT airport_code, COUNT(*) FROM flight GROUP BY airport_code"
+    assert mend(query, DEPARTURES, "How many flights are there per airport code?").changes == []
+    assert mend(query, DEPARTURES).changes == []  # no question, no reading
