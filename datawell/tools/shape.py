@@ -47,7 +47,10 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
   An aggregate the outermost query orders by and does not select is selected, after the
-  rest. A query asked for as a query (nl2ql) is left as its writer meant it.
+  rest. A query asked for as a query (nl2ql) gets it only when its question does not say
+  what to show: "What are the top 5 domains with the highest number of authors?" is
+  answered with the numbers, "Which doctor had the most no-shows? Give the doctor's name."
+  with the name alone.
 
 And two that need the catalog's column names (`group_per_asked`, `label_rows`):
 
@@ -139,7 +142,8 @@ class Shaped:
 
 
 def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
-    """`query` with the slips above mended (see the module)."""
+    """`query` with the slips above mended (see the module); with `show_measure` a ranking's
+    measure is selected whatever the question says."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
@@ -156,13 +160,17 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
             _rows_once_through_filtering_joins(tree),
             _skip_key_passing_joins(tree),
             _period_for_first_day(tree, question),
-            _select_ranking_measure(tree) if show_measure else "",
+            _select_ranking_measure(tree) if show_measure or not _SHOW.search(question) else "",
         )
         if change
     ]
     if not changes:
         return Shaped(query, [])
     return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+# Words of a question that says what its answer shows ("Give the doctor's name").
+_SHOW = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
 
 
 def _asks_for_few(question: str) -> bool:
