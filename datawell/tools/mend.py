@@ -239,16 +239,23 @@ def _phantom_joins(select: exp.Select, sources: dict[str, Source], catalog: Cata
     return changes
 
 
-def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
-    """A column no table of the SELECT has, read through a table (its qualifier's, or the only
-    one) with exactly one column named nearly the same: read by that name."""
-    changes: list[str] = []
+def _unknown_columns(select: exp.Select, sources: dict[str, Source]) -> Iterator[tuple[exp.Column, Source]]:
+    """The columns of the SELECT that no table of it has (not its outputs' names), each with
+    the table it is read through: its qualifier's, or the only one."""
     named = _output_names(select)
     for column in _own_columns(select):
         qualifier = column.table.lower()
         owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
         if owner is None or column.name.lower() in named or any(s.has(column.name) for s in sources.values()):
             continue
+        yield column, owner
+
+
+def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+    """A column no table of the SELECT has, read through a table (its qualifier's, or the only
+    one) with exactly one column named nearly the same: read by that name."""
+    changes: list[str] = []
+    for column, owner in _unknown_columns(select, sources):
         close = difflib.get_close_matches(column.name.lower(), [c.lower() for c in owner.info.columns], 2, 0.85)
         if len(close) != 1:
             continue
@@ -266,13 +273,8 @@ def _named_by_question(select: exp.Select, sources: dict[str, Source], question:
     Runs after the other rules: a dataset that holds the name, and links to the table, is
     joined first."""
     changes: list[str] = []
-    named = _output_names(select)
     said = _stems(question)
-    for column in _own_columns(select):
-        qualifier = column.table.lower()
-        owner = sources.get(qualifier) if qualifier else next(iter(sources.values())) if len(sources) == 1 else None
-        if owner is None or column.name.lower() in named or any(s.has(column.name) for s in sources.values()):
-            continue
+    for column, owner in _unknown_columns(select, sources):
         words = {w for w in parts(column.name) if w not in GENERIC}
         scored = sorted(
             (
