@@ -88,7 +88,7 @@ from sqlglot import exp
 from datawell.tools.catalog import Catalog, TableInfo, unix_seconds
 from datawell.tools.checker.allowed import QL_DIALECT
 from datawell.tools.checker.dates import column_holds, date_columns
-from datawell.tools.coverage import singular
+from datawell.tools.coverage import PREFIX, singular
 from datawell.tools.names import GENERIC, parts
 
 
@@ -276,17 +276,8 @@ def _named_by_question(select: exp.Select, sources: dict[str, Source], question:
     said = _stems(question)
     for column, owner in _unknown_columns(select, sources):
         words = {w for w in parts(column.name) if w not in GENERIC}
-        scored = sorted(
-            (
-                (
-                    len(said & _stems(" ".join([*(set(parts(c)) - words), owner.info.column_descriptions.get(c, "")]))),
-                    c,
-                )
-                for c in owner.info.columns
-                if words & set(parts(c))
-            ),
-            reverse=True,
-        )
+        sharing = [c for c in owner.info.columns if words & set(parts(c))]
+        scored = sorted(((_told(said, owner.info, c, words), c) for c in sharing), reverse=True)
         if len(scored) < 2 or scored[0][0] == scored[1][0] or scored[0][0] == 0:
             continue
         right = scored[0][1]
@@ -295,9 +286,16 @@ def _named_by_question(select: exp.Select, sources: dict[str, Source], question:
     return changes
 
 
+def _told(said: set[str], info: TableInfo, column: str, shared: set[str]) -> int:
+    """How many of the question's stems `said` a column's words other than `shared`, and its
+    description, say."""
+    return len(said & _stems(" ".join([*(set(parts(column)) - shared), info.column_descriptions.get(column, "")])))
+
+
 def _stems(text: str) -> set[str]:
-    """A text's words cut to five letters (`departures`, `depart`: depar); short words whole."""
-    return {w[:5] for w in re.findall(r"[a-z]+", text.lower()) if w not in GENERIC}
+    """A text's words cut to the letters two words share to count as one (coverage.PREFIX:
+    `departures`, `depart`: depar); short words whole."""
+    return {w[:PREFIX] for w in re.findall(r"[a-z]+", text.lower()) if w not in GENERIC}
 
 
 def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:

@@ -90,6 +90,9 @@ from datawell.tools.checker.dates import MONTHS as DATE_WORDS
 from datawell.tools.coverage import singular
 from datawell.tools.mend import inner_join, key_names
 
+# Words of a question that says what its answer shows ("Give the doctor's name").
+_SHOW = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
+
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
 _FEW = re.compile(
@@ -167,10 +170,6 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
     if not changes:
         return Shaped(query, [])
     return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
-
-
-# Words of a question that says what its answer shows ("Give the doctor's name").
-_SHOW = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
 
 
 def _asks_for_few(question: str) -> bool:
