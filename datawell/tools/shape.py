@@ -47,12 +47,14 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   assistant's steps). `SELECT name FROM doctors ... GROUP BY name ORDER BY COUNT(*) DESC
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
   An aggregate the outermost query orders by and does not select is selected, after the
-  rest. A query asked for as a query (nl2ql) gets it only when its question does not say
-  what to show: "What are the top 5 domains with the highest number of authors?" is
-  answered with the numbers, "Which doctor had the most no-shows? Give the doctor's name."
-  with the name alone.
+  rest, and so is a plain column it ranks by under a LIMIT (of the rows, or a key of the
+  groups: "Which flight ids have the longest duration?" shows `time_elapsed`). A query asked
+  for as a query (nl2ql) gets it only when its question does not say what to show: "What
+  are the top 5 domains with the highest number of authors?" is answered with the numbers,
+  "Which doctor had the most no-shows? Give the doctor's name." with the name alone.
 
-And two that need the catalog's column names (`group_per_asked`, `label_rows`):
+And three that need the catalog's column names (`group_per_asked`, `label_rows`,
+`filter_the_end_asked`):
 
 - **An aggregate asked "per X" without its groups.** "What are the average payment terms of
   our suppliers per country?" written `SELECT AVG(payment_terms_days) FROM suppliers` gives
@@ -71,6 +73,12 @@ And two that need the catalog's column names (`group_per_asked`, `label_rows`):
   and the dataset has a `name`, `title` or `<dataset>_name` column that the WHERE does not
   pin to one value ("the price of the Red Chair" named its row), that column is selected in
   front.
+- **A value put at the wrong end of a move.** "Which flight ids to Chicago (ORD) have the
+  longest duration?" written `WHERE from_airport = 'ORD'` lists flights leaving Chicago.
+  A text filter on a column named for one end (from/to, departure/arrival,
+  origin/destination) whose table has the other end's column is read on the other end when
+  the question's nearest direction word before the value ("to", "arriving at"; "from",
+  "leaving"), at most four words back, puts it there.
 
 The rest are pure functions of the query text and the question: no catalog, no data. A
 query that does not parse is returned as it is (the checker says why)."""
@@ -362,11 +370,23 @@ def _select_ranking_measure(tree: exp.Query) -> str:
     selected = tree.expressions
     shown = {e.unalias().sql() for e in selected}
     names = {e.alias_or_name.lower() for e in selected}
-    added = []
+    group = tree.args.get("group")
+    # A plain column ranks (under a LIMIT) rows, or groups it is a key of.
+    keys = {g.sql() for g in group.expressions} if group else set()
+    rows = group is None and not any(e.find(exp.AggFunc) for e in selected)
+    ranked = tree.args.get("limit") is not None
+    added: list[exp.Expr] = []
     for ordered in order.expressions:
         measure = ordered.this
-        if not isinstance(measure, exp.AggFunc) or measure.sql() in shown:
-            continue  # an alias of a selected column, a plain column, or shown already
+        if measure.sql() in shown or any(isinstance(e, exp.Star) for e in selected):
+            continue
+        if isinstance(measure, exp.Column) and ranked and (rows or measure.sql() in keys):
+            if measure.name.lower() not in names:
+                names.add(measure.name.lower())
+                added.append(measure.copy())
+            continue
+        if not isinstance(measure, exp.AggFunc):
+            continue  # an alias of a selected column, or an expression
         name = _measure_name(measure)
         if name in names:
             continue
@@ -507,6 +527,88 @@ def label_rows(query: str, question: str, catalog: Catalog) -> Shaped:
     return Shaped(
         tree.sql(dialect=DIALECTS[QL_DIALECT]), [f"selected {said} in front: the rows did not say whose they are"]
     )
+
+
+# The two ends of a move, as words of a column's name (`from_airport`, `arrival_city`) and as
+# the words of a question that put a value at that end ("flights to Chicago (ORD)").
+_ENDS = {"from": "start", "departure": "start", "origin": "start", "to": "end", "arrival": "end", "destination": "end"}
+_OTHER_END = {
+    "from": "to",
+    "to": "from",
+    "departure": "arrival",
+    "arrival": "departure",
+    "origin": "destination",
+    "destination": "origin",
+}
+_START = re.compile(r"\b(?:from|leav(?:e|es|ing)|depart(?:s|ing)?|out of)\b", re.IGNORECASE)
+_END = re.compile(r"\b(?:to|into|arriv(?:e|es|ing)(?: at| in)?|bound for|towards?)\b", re.IGNORECASE)
+_CLOSE = 4  # words a direction may stand before the value it puts at an end
+DIRECTED = re.compile(r"\b(?:from|to|departure|arrival|origin|destination)_\w+|_(?:from|to)\b", re.IGNORECASE)
+
+
+def filter_the_end_asked(query: str, question: str, catalog: Catalog) -> Shaped:
+    """`query` with each filter of a value on one end of a move read on the end the question
+    puts the value at: "Which flight ids to Chicago (ORD) ...?" written `WHERE from_airport =
+    'ORD'` filters flights leaving Chicago; when the table also has `to_airport`, and the
+    question's last direction before "ORD", at most four words back, is "to", the filter reads
+    `to_airport`. A value the question does not say, or says at both ends, or that the query
+    filters at both ends, is left alone."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    changes = []
+    for select in tree.find_all(exp.Select):
+        read = {t.alias_or_name.lower(): t.name for t in select.find_all(exp.Table)}
+        filters = [
+            (eq.this, eq.expression)
+            for eq in select.find_all(exp.EQ)
+            if eq.find_ancestor(exp.Select) is select and eq.find_ancestor(exp.Join) is None
+            if isinstance(eq.this, exp.Column) and isinstance(eq.expression, exp.Literal) and eq.expression.is_string
+        ]
+        for column, value in filters:
+            other = _other_end(column, read, catalog)
+            if any(c.name.lower() == other.lower() and v.this == value.this for c, v in filters):
+                continue  # both ends asked for the value ("depart from or arrive at JFK")
+            if other and (asked := _end_asked(question, value.this)) and asked != _ENDS[_end_word(column.name)]:
+                said = column.sql(dialect=DIALECTS[QL_DIALECT])
+                column.set("this", exp.to_identifier(other))
+                changes.append(f"{said} read as {other}: the question puts {value.this!r} at the other end")
+    if not changes:
+        return Shaped(query, [])
+    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+def _end_word(name: str) -> str:
+    return next((w for w in name.lower().split("_") if w in _ENDS), "")
+
+
+def _other_end(column: exp.Column, read: Mapping[str, str], catalog: Catalog) -> str:
+    """The name of the column at the other end (`to_airport` for `from_airport`) when the
+    column's table has it, else ""."""
+    word = _end_word(column.name)
+    if not word:
+        return ""
+    tables = [read[column.table.lower()]] if column.table else list(read.values())
+    infos = [info for name in tables if (info := catalog.table(name)) is not None]
+    holders = [info for info in infos if any(c.lower() == column.name.lower() for c in info.columns)]
+    if len(holders) != 1:
+        return ""
+    parts = [_OTHER_END[w] if w == word else w for w in column.name.lower().split("_")]
+    other = "_".join(parts)
+    return next((c for c in holders[0].columns if c.lower() == other), "")
+
+
+def _end_asked(question: str, value: str) -> str:
+    """Where the question's nearest direction before each mention of `value` puts it, "start"
+    or "end", when every mention with a direction agrees; else ""."""
+    found = set()
+    for mention in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", question, re.IGNORECASE):
+        before = " ".join(re.findall(r"[\w']+", question[: mention.start()])[-_CLOSE:])
+        ends = [(m.end(), "start") for m in _START.finditer(before)] + [(m.end(), "end") for m in _END.finditer(before)]
+        if ends:
+            found.add(max(ends)[1])
+    return found.pop() if len(found) == 1 else ""
 
 
 # Column endings that tell rows apart already: a name, an id, a code, a number.

@@ -8,7 +8,7 @@ import pytest
 
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.shape import fit_shape, group_per_asked, label_rows
+from datawell.tools.shape import filter_the_end_asked, fit_shape, group_per_asked, label_rows
 from tests.tools.conftest import World
 
 
@@ -106,10 +106,25 @@ def test_a_measure_already_selected_or_not_aggregated_is_left_alone() -> None:
     for query in (
         "SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer ORDER BY n DESC LIMIT 1",
         "SELECT customer, COUNT(*) FROM orders GROUP BY customer ORDER BY COUNT(*) DESC LIMIT 1",
-        "SELECT customer FROM orders ORDER BY total DESC LIMIT 1",
+        "SELECT customer FROM orders ORDER BY total DESC",  # rows in an order, not a ranking
+        "SELECT customer FROM orders ORDER BY total * 2 DESC LIMIT 1",  # an expression
+        "SELECT customer FROM orders GROUP BY customer ORDER BY placed LIMIT 1",  # no key of the groups
         "SELECT DISTINCT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC",
     ):
         assert fit_shape(query, "Who placed the most orders?", show_measure=True).changes == []
+
+
+async def test_a_column_a_ranking_orders_by_is_selected(world: World) -> None:
+    query = "SELECT customer FROM orders ORDER BY total DESC LIMIT 2"
+    shaped = fit_shape(query, "Which customers placed the largest orders?")
+    assert shaped.changes == ["selected the ranking's measure total"]
+    found = (await world.query.run(world.alice, world.sales, shaped.query)).rows
+    assert [(r["customer"], r["total"]) for r in found] == [("Bob", 99.0), ("Ada", 30.0)]
+    grouped = "SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer, paid ORDER BY paid LIMIT 1"
+    assert fit_shape(grouped, "How many orders has the first group?").changes == [
+        "selected the ranking's measure paid"
+    ]  # a key of the groups
+    assert fit_shape(query, "Give the customers who placed the largest orders").changes == []
 
 
 ORDERS_COLUMNS = {"orders": ["order_id", "customer", "total", "paid", "note", "placed"], "people": ["customer", "city"]}
@@ -365,3 +380,55 @@ def test_listed_values_get_the_names_of_their_rows(query: str, question: str, la
 )
 def test_rows_already_told_apart_or_not_named_are_left_alone(query: str, question: str) -> None:
     assert label_rows(query, question, SCHOOL).changes == []
+
+
+FLIGHTS = catalog_of(
+    flight=("flight_id", "from_airport", "to_airport", "time_elapsed"),
+    fare=("fare_id", "origin", "destination", "one_direction_cost"),
+    stop=("flight_id", "stop_airport"),
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "question", "read"),
+    [
+        (
+            "SELECT flight_id FROM flight WHERE from_airport = 'ORD' ORDER BY time_elapsed LIMIT 10",
+            "Which flight ids to Chicago (ORD) have the longest duration from departure to arrival?",
+            "SELECT flight_id FROM flight WHERE to_airport = 'ORD' ORDER BY time_elapsed LIMIT 10",
+        ),
+        (
+            "SELECT f.flight_id FROM flight AS f WHERE f.to_airport = 'JFK' AND f.from_airport = 'LAX'",
+            "Which flights leave JFK for Los Angeles, arriving at LAX?",
+            "SELECT f.flight_id FROM flight AS f WHERE f.from_airport = 'JFK' AND f.to_airport = 'LAX'",
+        ),
+        (
+            "SELECT AVG(one_direction_cost) FROM fare WHERE destination = 'BOS'",
+            "What does a fare from Boston (BOS) cost on average?",
+            "SELECT AVG(one_direction_cost) FROM fare WHERE origin = 'BOS'",
+        ),
+    ],
+)
+def test_a_value_is_filtered_at_the_end_the_question_puts_it(query: str, question: str, read: str) -> None:
+    shaped = filter_the_end_asked(query, question, FLIGHTS)
+    assert shaped.query == read
+    assert all("the question puts" in change for change in shaped.changes)
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("SELECT flight_id FROM flight WHERE from_airport = 'ORD'", "Which flights does ORD see?"),  # no direction
+        ("SELECT flight_id FROM flight WHERE from_airport = 'ORD'", "Which flights go from ORD?"),  # right already
+        ("SELECT flight_id FROM flight WHERE from_airport = 'ORD'", "flights from ORD and to ORD"),  # both ends
+        (
+            "SELECT flight_id FROM flight WHERE from_airport = 'JFK' OR to_airport = 'JFK'",
+            "Which flights depart from/arrive at JFK?",
+        ),  # the query asks both ends
+        ("SELECT flight_id FROM flight WHERE from_airport = 'SFO'", "Which flights go to Chicago?"),  # unsaid
+        ("SELECT flight_id FROM stop WHERE stop_airport = 'DFW'", "Which flights go to DFW?"),  # no other end
+        ("SELECT flight_id FROM flight WHERE from_airport = 'ORD' OR", "to ORD"),  # does not parse
+    ],
+)
+def test_a_filter_the_question_does_not_put_elsewhere_is_left_alone(query: str, question: str) -> None:
+    assert filter_the_end_asked(query, question, FLIGHTS).changes == []

@@ -18,7 +18,7 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.literals import match_literals
 from datawell.tools.mend import mend, reroute_joins
 from datawell.tools.names import NameTriage, flagged, query_names, triage
-from datawell.tools.shape import asked_per, fit_shape, group_per_asked, label_rows
+from datawell.tools.shape import DIRECTED, asked_per, filter_the_end_asked, fit_shape, group_per_asked, label_rows
 
 JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 # A query that may aggregate: one that does not lists rows, which may need their names.
@@ -28,10 +28,11 @@ AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECA
 async def fitted(
     deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
 ) -> tuple[str, list[str]]:
-    """The query with its shape fitted to the question (tools/shape.py), a join of two
-    different tables' keys read through the dataset linking them and a join of a number with
-    a text read on the text table's key (tools/mend.reroute_joins), listed values given their
-    rows' names (tools/shape.label_rows), and its text literals matched to stored values
+    """The query with its shape fitted to the question (tools/shape.py), a filter on one end of
+    a move read on the end the question puts its value at (tools/shape.filter_the_end_asked),
+    a join of two different tables' keys read through the dataset linking them and a join of a
+    number with a text read on the text table's key (tools/mend.reroute_joins), listed values
+    given their rows' names (tools/shape.label_rows), and its text literals matched to stored values
     (tools/literals.py), and what changed, in words. A caller that holds the namespace's
     `catalog` already passes it."""
     changes: list[str] = []
@@ -41,12 +42,16 @@ async def fitted(
         changes += shaped.changes
         per = asked_per(question)
         # The catalog's rules run only when one may apply: a join to reroute, "per X" to group
-        # by, or rows to name; only then is the catalog read, if the caller has not.
-        if not (per or JOIN.search(query) or not AGGREGATES.search(query)):
+        # by, rows to name, or a column at one end of a move; only then is the catalog read,
+        # if the caller has not.
+        if not (per or JOIN.search(query) or not AGGREGATES.search(query) or DIRECTED.search(query)):
             catalog = None
         elif catalog is None:
             catalog = await deps.tools.catalog(context.caller, context.namespace)
         if catalog is not None:
+            ends = filter_the_end_asked(query, question, catalog)
+            query = ends.query
+            changes += ends.changes
             rerouted = reroute_joins(query, catalog)
             query = rerouted.query
             changes += rerouted.changes
