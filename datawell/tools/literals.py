@@ -26,6 +26,8 @@ bounded ones, as the caller, over the namespace's text columns (at most `LOOKUP_
 
 from __future__ import annotations
 
+import calendar
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -36,6 +38,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
+from datawell.tools.mend import key_names
 from datawell.tools.ql import Queries, Who
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
@@ -110,6 +113,113 @@ async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query
                 f"{found.literal.this!r} is no value of {found.table.name}.{found.column.name}; {'; '.join(holders)}"
             )
     return said
+
+
+# Names a question gives: quoted text, and runs of capitalised words that do not start a
+# sentence ("flights to Los Angeles", "the domain "Machine Learning"").
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]|(?<!\w)'([^']{2,})'(?!\w)")
+_CAPITALISED = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*(?:\s+[A-Z][\w-]*(?:'[\w-]+)*)*")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s*)$")
+_CALENDAR = frozenset(word.lower() for word in [*calendar.month_name[1:], *calendar.day_name])
+NAMED_ROWS = 5  # rows a lookup of a name reads
+NAMED_COLUMNS = 128  # text columns a name is looked up in (a row that holds it may be in any)
+
+
+def question_names(question: str) -> list[str]:
+    """The names the question gives, in its first paragraph (what follows a blank line is
+    instructions, not the question): quoted text, and capitalised words that do not start a
+    sentence, longer than two letters and no month or weekday ("YYYY-MM" or "May" name no row)."""
+    text = question.split("\n\n", 1)[0]
+    found = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    for match in _CAPITALISED.finditer(text):
+        name = match.group(0)
+        if _SENTENCE_START.search(text[: match.start()]) or len(name) <= 2 or name.lower() in _CALENDAR:
+            continue
+        found.append(name)
+    return list(dict.fromkeys(found))
+
+
+async def names_left_out(tools: Queries, user: Who, namespace: NamespaceRef, question: str, query: str) -> list[str]:
+    """For each name the question gives (`question_names`) that a text column of the namespace
+    holds, as whole words, and that the query filters on in no way, where it is stored, in
+    words: "the question names 'Los Angeles', which the query does not filter on:
+    airport.airport_location holds 'Los Angeles, CA' (airport_code 'LAX')". A query filters on
+    a name when one of its texts is the name, part of it or holds it, or one of its literals is
+    a value of a row that holds it (`'LAX'` for "Los Angeles", `'tro4'` for "Tromso Centre",
+    `3` for the Rotterdam warehouse). [] when the query does not parse. The lookups are
+    `where_stored`'s, reading at most NAMED_ROWS rows each, in at most NAMED_COLUMNS columns."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return []
+    literals = [(t.this.strip("%").replace("%", " ").strip().lower(), t.is_string) for t in tree.find_all(exp.Literal)]
+    values = {value for value, _ in literals}
+    texts = {value for value, text in literals if text and len(value) >= 2}
+    names = [n for n in question_names(question) if not any(t in n.lower() or n.lower() in t for t in texts)]
+    if not names:
+        return []
+    catalog = await tools.catalog(user, namespace)
+    columns = [(t, c) for t in catalog.tables for c, kind in t.columns.items() if kind == "text" and c in t.hints]
+    said = []
+    for name in names:
+        holders = await _holders(tools, user, namespace, columns[:NAMED_COLUMNS], name, values)
+        if holders:
+            said.append(f"the question names {name!r}, which the query does not filter on: {'; '.join(holders)}")
+    return said
+
+
+async def _holders(
+    tools: Queries,
+    user: Who,
+    namespace: NamespaceRef,
+    columns: list[tuple[TableInfo, str]],
+    name: str,
+    values: set[str],
+) -> list[str]:
+    """Where `name` is stored, a row of each column that holds it as whole words, in words
+    (`airport.airport_location holds 'Los Angeles, CA' (airport_code 'LAX')`); [] when no
+    column holds it or a row that does has one of the query's literal `values`."""
+    whole = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+    holders = []
+    for table, column in columns:
+        listed = _listed(table.hints[column])
+        if listed is not None and not any(whole.search(v) for v in listed):
+            continue
+        rows = [
+            r for r in await _rows_holding(tools, user, namespace, table, column, name) if whole.search(str(r[column]))
+        ]
+        if any(_said(v) in values for row in rows for v in row.values() if v is not None):
+            return []  # the query filters on a row that holds the name
+        if rows:
+            key = next((c for c in key_names(table) if c != column and c in rows[0]), None)
+            of = f" ({key} {rows[0][key]!r})" if key else ""
+            holders.append(f"{table.name}.{column} holds {rows[0][column]!r}{of}")
+    return holders
+
+
+def _said(value: object) -> str:
+    """A stored value as a query's literal writes it: `3` for 3.0, `lax` for 'LAX'."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).lower()
+
+
+async def _rows_holding(
+    tools: Queries, user: Who, namespace: NamespaceRef, info: TableInfo, name: str, text: str
+) -> list[dict[str, object]]:
+    """At most NAMED_ROWS rows whose column `name` contains `text`, ignoring case; [] when the
+    lookup cannot be asked or fails."""
+    if "%" in text or "_" in text:
+        return []
+    table = ".".join(_quote(p) for p in info.name.split("."))
+    column = _quote(name)
+    pattern = "'%" + text.lower().replace("'", "''") + "%'"
+    query = f"SELECT * FROM {table} WHERE LOWER({column}) LIKE {pattern} LIMIT {NAMED_ROWS}"
+    try:
+        result = await tools.run(user, namespace, query)
+    except QueryError:
+        return []
+    return [{k: v for k, v in row.items() if not k.startswith("__")} for row in result.rows]
 
 
 async def _values(

@@ -521,3 +521,50 @@ async def test_a_question_whose_subject_the_catalog_holds_or_computes_goes_to_th
     await ask(services, AskRequest(shop.user, shop.namespace, question))
 
     assert len(chat_model.calls) == 1
+
+
+SPENT = "SELECT SUM(amount) AS spent FROM orders"
+ANNS = "SELECT SUM(o.amount) AS spent FROM orders AS o JOIN customers AS c ON o.customer_id = c.id WHERE c.name = 'Ann'"
+
+
+def hint_names(tools: FakeQueryTools) -> None:
+    customers = next(t for t in tools.tables if t.name == "customers")
+    hints = {
+        "name": ColumnHint(type="text", distinct=2, values=["Ann", "Ole"]),
+        "city": ColumnHint(type="text", distinct=2, values=["Oslo", "Paris"]),
+    }
+    tools.tables[tools.tables.index(customers)] = dataclasses.replace(customers, hints=hints)
+    lookup = """SELECT * FROM "customers" WHERE LOWER("name") LIKE '%ann%' LIMIT 5"""
+    tools.rows[lookup] = [{"id": 1, "name": "Ann", "city": "Oslo"}]
+
+
+async def test_a_result_that_leaves_out_a_name_the_question_gives_is_repaired(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27 (atis-28): asked what Ann spent, the writer sums every order; the repair is
+    told where Ann is stored, and the repaired query's rows are the answer."""
+    hint_names(tools)
+    chat_model.script += [QueryDraft(query=SPENT), QueryDraft(query=ANNS)]
+    tools.rows[SPENT] = [{"spent": 300.0}]
+    tools.rows[ANNS] = [{"spent": 120.0}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did Ann spend?"))
+
+    repair = chat_model.prompts()[1]
+    assert "It ran, but it leaves out what the question names:" in repair
+    assert "- the question names 'Ann', which the query does not filter on: customers.name holds 'Ann'" in repair
+    assert events[-1] == RowsReady(query=ANNS, rows=[{"spent": 120.0}])
+
+
+async def test_a_repair_that_finds_nothing_leaves_the_doubted_rows(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    hint_names(tools)
+    chat_model.script += [QueryDraft(query=SPENT), QueryDraft(query=ANNS)]
+    tools.rows[SPENT] = [{"spent": 300.0}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did Ann spend?"))
+
+    assert len(chat_model.prompts()) == 2
+    assert events[-1] == RowsReady(query=SPENT, rows=[{"spent": 300.0}])
+    assert [e.query for e in events if isinstance(e, QueryGenerated)] == [SPENT]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from datawell.errors import Forbidden
-from datawell.tools.literals import match_literals, where_stored
+from datawell.tools.literals import match_literals, names_left_out, question_names, where_stored
 from tests.tools.conftest import World
 
 
@@ -78,3 +78,45 @@ async def test_nothing_is_said_of_a_text_its_column_holds_or_that_the_caller_has
     world: World, query: str
 ) -> None:
     assert await where_stored(world.query, world.alice, world.sales, query) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Which airlines offer flights with a stopover in Dallas?", ["Dallas"]),
+        ('Who wrote in the domain "Machine Learning" and in New York?', ["Machine Learning", "New York"]),
+        ("What's the price of 'Red Chair' at O'Brien Ltd?", ["Red Chair", "O'Brien Ltd"]),
+        ("How many orders were placed in May 2024? Show it as YYYY-MM.", ["YYYY-MM"]),  # a month is no name
+        ("Fares from LA to JFK?\n\nInstructions: Filter state codes (eg NY) exactly.", ["JFK"]),  # not instructions
+    ],
+)
+def test_the_names_a_question_gives(question: str, names: list[str]) -> None:
+    assert question_names(question) == names
+
+
+async def test_a_name_the_query_does_not_filter_on_is_said_with_where_it_is_stored(world: World) -> None:
+    """atis-28: "from New York (JFK) to Los Angeles" written with the JFK filter alone."""
+    query = "SELECT SUM(total) AS spent FROM orders WHERE paid"
+    said = await names_left_out(world.query, world.alice, world.sales, "How much did Ada spend?", query)
+    assert said == [
+        "the question names 'Ada', which the query does not filter on: orders.customer holds 'Ada' (order_id 1)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT SUM(total) FROM orders WHERE customer = 'Ada'",  # the name itself
+        "SELECT SUM(total) FROM orders WHERE LOWER(customer) LIKE '%ada%'",  # a pattern of it
+        "SELECT SUM(total) FROM orders WHERE order_id IN (1, 4)",  # a value of a row that holds it
+        "SELECT SUM(total FROM",  # does not parse
+    ],
+)
+async def test_a_name_the_query_filters_on_in_any_way_is_not_said(world: World, query: str) -> None:
+    assert await names_left_out(world.query, world.alice, world.sales, "How much did Ada spend?", query) == []
+
+
+async def test_a_name_no_column_the_caller_reads_holds_is_not_said(world: World) -> None:
+    query = "SELECT SUM(total) FROM orders"
+    for question in ("How much was spent in Paris?", "How much did Zed spend?"):  # Paris: bob's crm only
+        assert await names_left_out(world.query, world.alice, world.sales, question, query) == []

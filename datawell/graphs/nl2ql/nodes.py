@@ -23,7 +23,7 @@ from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
-from datawell.tools.literals import where_stored
+from datawell.tools.literals import names_left_out, where_stored
 from datawell.tools.mend import unsaid_filters
 from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal
@@ -305,9 +305,19 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         update = {"feedback": feedback, "blind_feedback": blind_feedback(exc, "failed when it ran")}
         return settle(state, update | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
     found = ResultRows(query=result.query, rows=result.rows, truncated=result.truncated)
+    doubted = state.get("doubted")
+    if doubted is not None and doubted["rows"] and not found["rows"]:
+        return finish(doubted, reasoning, state.get("attempts", 1))  # a repair never loses rows found
     problem = doubt(state["question"], result.query, result.rows)
     vouched = query == state.get("verified")
-    if problem and not vouched and state.get("doubted") is None and state.get("attempts", 1) < deps.max_attempts:
+    may_doubt = not vouched and doubted is None and state.get("attempts", 1) < deps.max_attempts
+    # --- issue 27: a name the question gives that the query filters on in no way ---
+    if may_doubt and not problem and deps.match_literals:
+        left_out = await names_left_out(deps.tools, context.caller, context.namespace, state["question"], query)
+        if left_out:
+            problem = "\n- ".join(["It ran, but it leaves out what the question names:", *left_out])
+    # --- end issue 27 ---
+    if problem and may_doubt:
         # --- issue 27: an empty result names the filter text its column does not hold (and where it
         # is), and the filter text the question never says ---
         if not result.rows and deps.match_literals:
