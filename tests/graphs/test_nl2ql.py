@@ -568,3 +568,21 @@ async def test_a_repair_that_finds_nothing_leaves_the_doubted_rows(
     assert len(chat_model.prompts()) == 2
     assert events[-1] == RowsReady(query=SPENT, rows=[{"spent": 300.0}])
     assert [e.query for e in events if isinstance(e, QueryGenerated)] == [SPENT]
+
+
+async def test_a_result_doubted_for_another_reason_also_names_what_it_leaves_out(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27 (erp-paid-by-kessler): the sum of invented filters is NULL; the repair is told
+    so and where the customer the question names is stored."""
+    hint_names(tools)
+    chat_model.script += [QueryDraft(query=SPENT), QueryDraft(query=ANNS)]
+    tools.rows[SPENT] = [{"spent": None}]
+    tools.rows[ANNS] = [{"spent": 120.0}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "How much did Ann spend?"))
+
+    repair = chat_model.prompts()[1]
+    assert "It ran but every value it returned is NULL" in repair
+    assert "- the question names 'Ann', which the query does not filter on: customers.name holds 'Ann'" in repair
+    assert events[-1] == RowsReady(query=ANNS, rows=[{"spent": 120.0}])

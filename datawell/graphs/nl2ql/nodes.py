@@ -311,28 +311,37 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
     problem = doubt(state["question"], result.query, result.rows)
     vouched = query == state.get("verified")
     may_doubt = not vouched and doubted is None and state.get("attempts", 1) < deps.max_attempts
-    # --- issue 27: a name the question gives that the query filters on in no way ---
-    if may_doubt and not problem and deps.match_literals:
-        left_out = await names_left_out(deps.tools, context.caller, context.namespace, state["question"], query)
-        if left_out:
-            problem = "\n- ".join(["It ran, but it leaves out what the question names:", *left_out])
-    # --- end issue 27 ---
+    # issue 27: where the texts are stored, and the question's names the query leaves out
+    if (
+        may_doubt
+        and deps.match_literals
+        and (said := await _where_the_texts_are(deps, context, state, query, result.rows))
+    ):
+        problem = problem or "It ran, but it leaves out what the question names:"
+        problem = "\n".join([problem, *(f"- {line}" for line in said)])
     if problem and may_doubt:
-        # --- issue 27: an empty result names the filter text its column does not hold (and where it
-        # is), and the filter text the question never says ---
-        if not result.rows and deps.match_literals:
-            elsewhere = await where_stored(deps.tools, context.caller, context.namespace, query)
-            elsewhere += [
-                f"the question never mentions the text of {f}: keep only the filters it asks for"
-                for f in unsaid_filters(query, state["question"])
-            ]
-            problem = "\n".join([problem, *(f"- {line}" for line in elsewhere)])
-        # --- end issue 27 ---
         feedback = (
             f"Your previous query was:\n{query}\n{problem}\nWrite a corrected query, or the same one if it is right."
         )
         return {"feedback": feedback, "blind_feedback": "", "doubted": found, "reasoning": reasoning}
     return finish(found, reasoning, state.get("attempts", 1))
+
+
+async def _where_the_texts_are(
+    deps: QueryDeps, context: QueryContext, state: QueryState, query: str, rows: list[dict[str, Any]]
+) -> list[str]:
+    """Issue 27: what the repair of a doubted result is told of its texts: for an empty result,
+    where the filters' texts are stored and which of them the question never says; for any,
+    the names the question gives that the query leaves out (which alone doubt a result)."""
+    question = state["question"]
+    said = []
+    if not rows:
+        said += await where_stored(deps.tools, context.caller, context.namespace, query)
+        said += [
+            f"the question never mentions the text of {f}: keep only the filters it asks for"
+            for f in unsaid_filters(query, question)
+        ]
+    return said + await names_left_out(deps.tools, context.caller, context.namespace, question, query)
 
 
 # Words of a question that asks for the largest, smallest, first or last items.
