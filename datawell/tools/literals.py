@@ -9,13 +9,24 @@ case-insensitively first, then by containment:
 - one stored value matches: the literal becomes that value (`state = 'ontario'`);
 - several match: the comparison becomes a case-insensitive pattern
   (`LOWER(venue) LIKE '%ieee transactions%'`);
-- none match: the query is left as written (its empty result is then doubted as before).
+- none match, but other text columns of the namespace store the literal (but for case): when
+  the query can reach exactly one of them (its table is read, or joined from one table of the
+  query by a key or through one linking dataset: tools/mend.filter_where_stored), the filter
+  reads that column. "Which organizations have authors who have written publications in the
+  domain "Machine Learning"?" written `organization.name = 'Machine Learning'` filters
+  `domain.name` (the keyword that has the same name is out of the query's reach);
+- else the query is left as written (its empty result is then doubted as before).
 
 The values come from the column's hints when they list every value (a category), else from a
 bounded `SELECT column ... WHERE LOWER(column) LIKE ... GROUP BY column LIMIT` (the distinct
 values, shortest first) run through `QueryTools.run`,
 as the caller and inside the sandbox's limits. A column without hints (no rows yet) is left
 alone. Only comparisons whose column resolves to one catalog table are touched.
+
+When a query ran, `names_left_out` says which names the question gives (quoted, or
+capitalised past a sentence's start) a text column stores while the query filters on them in
+no way, not even by a value of a row that holds them ('LAX' for "Los Angeles"): the result is
+doubted and its repair told where they are (graphs/nl2ql/nodes.run).
 
 When a query that ran returns no rows, `where_stored` says which of its text filters (`=`,
 `LIKE`, `ILIKE`) compare a column with a text it does not hold, and which other column of the
@@ -38,7 +49,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.mend import key_names
+from datawell.tools.mend import filter_where_stored, key_names
 from datawell.tools.ql import Queries, Who
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
@@ -71,17 +82,46 @@ async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, que
         return Matched(query, [])
     catalog = await tools.catalog(user, namespace)
     changes = []
+    elsewhere = []
     for found in _filters(tree, catalog):
         stored = found.literal.this
         values = await _values(tools, user, namespace, found.table, found.column.name, stored)
         if values is None:
             continue
-        change = _rewrite(found, stored, values)
-        if change:
+        if not values:
+            elsewhere.append(found)
+        elif change := _rewrite(found, stored, values):
             changes.append(change)
-    if not changes:
-        return Matched(query, [])
-    return Matched(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+    query = tree.sql(dialect=DIALECTS[QL_DIALECT]) if changes else query
+    for found in elsewhere:
+        holders = await _holders_of(tools, user, namespace, catalog, found)
+        moves = [filter_where_stored(query, catalog, found.literal.this, *holder) for holder in holders]
+        moved = [m for m in moves if m.changes]
+        if len(moved) == 1:  # of the columns that store the text, the one the query can reach
+            query, changes = moved[0].query, changes + moved[0].changes
+    return Matched(query, changes)
+
+
+async def _holders_of(
+    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: _Filter
+) -> list[tuple[tuple[str, str], str]]:
+    """The other text columns (table, column) of the namespace with a value that is the
+    filter's text but for case, with that value."""
+    text = found.literal.this
+    holders = []
+    for table, column in _other_text_columns(catalog, found)[:LOOKUP_COLUMNS]:
+        values = await _values(tools, user, namespace, table, column, text) or []
+        holders += [((table.name, column), v) for v in values if v.lower() == text.lower()]
+    return holders
+
+
+def _other_text_columns(catalog: Catalog, found: _Filter) -> list[tuple[TableInfo, str]]:
+    return [
+        (table, column)
+        for table in catalog.tables
+        for column, kind in table.columns.items()
+        if kind == "text" and (table, column) != (found.table, found.column.name)
+    ]
 
 
 async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query: str) -> list[str]:
@@ -99,13 +139,7 @@ async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query
         if not text or await _values(tools, user, namespace, found.table, found.column.name, text):
             continue
         holders = []
-        others = [
-            (table, column)
-            for table in catalog.tables
-            for column, kind in table.columns.items()
-            if kind == "text" and (table, column) != (found.table, found.column.name)
-        ]
-        for table, column in others[:LOOKUP_COLUMNS]:
+        for table, column in _other_text_columns(catalog, found)[:LOOKUP_COLUMNS]:
             if values := await _values(tools, user, namespace, table, column, text):
                 holders.append(f"{table.name}.{column} holds {', '.join(repr(v) for v in values[:3])}")
         if holders:

@@ -48,7 +48,7 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   LIMIT 1` says who ranks first but not by how much, so the answer cannot say it either.
   An aggregate the outermost query orders by and does not select is selected, after the
   rest, and so is a plain column it ranks by under a LIMIT (of the rows, or a key of the
-  groups: "Which flight ids have the longest duration?" shows `time_elapsed`). A query asked
+  groups; no id: "Which flight ids have the longest duration?" shows `time_elapsed`). A query asked
   for as a query (nl2ql) gets it only when its question does not say what to show: "What
   are the top 5 domains with the highest number of authors?" is answered with the numbers,
   "Which doctor had the most no-shows? Give the doctor's name." with the name alone.
@@ -381,7 +381,7 @@ def _select_ranking_measure(tree: exp.Query) -> str:
         if measure.sql() in shown or any(isinstance(e, exp.Star) for e in selected):
             continue
         if isinstance(measure, exp.Column) and ranked and (rows or measure.sql() in keys):
-            if measure.name.lower() not in names:
+            if measure.name.lower() not in names and not _an_id(measure.name):
                 names.add(measure.name.lower())
                 added.append(measure.copy())
             continue
@@ -397,6 +397,11 @@ def _select_ranking_measure(tree: exp.Query) -> str:
         return ""
     tree.set("expressions", [*selected, *added])
     return "selected the ranking's measure " + ", ".join(a.sql(dialect=DIALECTS[QL_DIALECT]) for a in added)
+
+
+def _an_id(name: str) -> bool:
+    """Whether a column is a row's id (`id`, `customer_id`): an order of rows, no measure."""
+    return name.lower() == "id" or name.lower().endswith("_id")
 
 
 def _joined_on(tree: exp.Select, columns: list[tuple[str, str]]) -> bool:

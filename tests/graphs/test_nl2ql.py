@@ -226,7 +226,7 @@ async def test_an_empty_results_repair_names_the_column_that_holds_the_filters_t
         },
     )
     tools.tables[tools.tables.index(customers)] = hinted
-    wrong = "SELECT name FROM customers WHERE name = 'Oslo'"
+    wrong = "SELECT name FROM customers WHERE name LIKE 'Oslo'"
     chat_model.script += [QueryDraft(query=wrong), QueryDraft(query=OSLO)]
     tools.rows[OSLO] = [{"name": "Ann"}]
 
@@ -235,6 +235,32 @@ async def test_an_empty_results_repair_names_the_column_that_holds_the_filters_t
     repair = chat_model.prompts()[1]
     assert "It ran but returned no rows." in repair
     assert "- 'Oslo' is no value of customers.name; customers.city holds 'Oslo'" in repair
+    assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
+
+
+async def test_a_filter_of_a_text_another_column_stores_reads_that_column_before_it_runs(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 27 (academic-21): `name = 'oslo'` would find nobody; the one column that stores
+    the text (as 'Oslo') is read instead, with no repair."""
+    customers = next(t for t in tools.tables if t.name == "customers")
+    hints = {
+        "city": ColumnHint(type="text", distinct=2, values=["Oslo", "Paris"]),
+        "name": ColumnHint(type="text", distinct=2, values=["Ann", "Ole"]),
+    }
+    tools.tables[tools.tables.index(customers)] = dataclasses.replace(customers, hints=hints)
+    chat_model.script.append(QueryDraft(query="SELECT name FROM customers WHERE name = 'oslo'"))
+    tools.rows[OSLO] = [{"name": "Ann"}]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
+
+    assert len(chat_model.prompts()) == 1
+    assert events[0] == QueryGenerated(
+        query=OSLO,
+        reasoning="written by the query model; literals matched to the data: "
+        "name holds no 'oslo'; customers.city holds 'Oslo': the filter reads it",
+        attempts=1,
+    )
     assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
 

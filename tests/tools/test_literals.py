@@ -120,3 +120,11 @@ async def test_a_name_no_column_the_caller_reads_holds_is_not_said(world: World)
     query = "SELECT SUM(total) FROM orders"
     for question in ("How much was spent in Paris?", "How much did Zed spend?"):  # Paris: bob's crm only
         assert await names_left_out(world.query, world.alice, world.sales, question, query) == []
+
+
+async def test_a_text_one_other_column_stores_is_filtered_there_before_the_query_runs(world: World) -> None:
+    """academic-21: the text is no customer, but one column (the notes) stores it, in another case."""
+    query, changes, found = await matched(world, "SELECT order_id FROM orders WHERE customer = 'Garden Hose'")
+    assert query == "SELECT order_id FROM orders WHERE note = 'garden hose'"
+    assert changes == ["customer holds no 'Garden Hose'; orders.note holds 'garden hose': the filter reads it"]
+    assert found == [4]

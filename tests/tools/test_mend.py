@@ -5,7 +5,7 @@ from __future__ import annotations
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.mend import mend, reroute_joins
+from datawell.tools.mend import filter_where_stored, mend, reroute_joins
 
 NAMESPACE = NamespaceRef("n1", "alice", "school")
 
@@ -570,3 +570,54 @@ def test_no_reading_when_the_question_describes_no_one_column_best() -> None:
     query = "SELECT airport_code, COUNT(*) FROM flight GROUP BY airport_code"
     assert mend(query, DEPARTURES, "How many flights are there per airport code?").changes == []
     assert mend(query, DEPARTURES).changes == []  # no question, no reading
+
+
+WORK_FIELDS = Catalog(
+    NAMESPACE,
+    [
+        table("author", "aid", "name", "oid"),
+        table("organization", "oid", "name", "continent"),
+        table("domain", "did", "name"),
+        table("domain_author", "aid", "did"),
+        table("domain_publication", "did", "pid"),
+        table("publication", "pid", "title"),
+    ],
+)
+
+
+def test_a_filter_of_a_text_another_column_stores_reads_that_column_joined_by_the_one_path() -> None:
+    """academic-21: organizations whose name is 'Machine Learning' are none; the domain is."""
+    query = (
+        "SELECT DISTINCT T2.name FROM author AS T1 JOIN organization AS T2 ON T1.oid = T2.oid "
+        "WHERE T2.name = 'machine learning'"
+    )
+    found = filter_where_stored(query, WORK_FIELDS, "machine learning", ("domain", "name"), "Machine Learning")
+    assert found.query == (
+        "SELECT DISTINCT T2.name FROM author AS T1 JOIN organization AS T2 ON T1.oid = T2.oid "
+        "JOIN domain_author ON T1.aid = domain_author.aid JOIN domain ON domain_author.did = domain.did "
+        "WHERE domain.name = 'Machine Learning'"
+    )
+    assert found.changes == [
+        "T2.name holds no 'machine learning'; domain.name holds 'Machine Learning': the filter reads it"
+    ]
+    # A table the SELECT reads is read through its alias; a key it holds joins the table on it.
+    same = filter_where_stored(
+        "SELECT a.aid FROM author AS a WHERE a.name = 'Europe'",
+        WORK_FIELDS,
+        "Europe",
+        ("organization", "continent"),
+        "Europe",
+    )
+    assert same.query == (
+        "SELECT a.aid FROM author AS a JOIN organization ON a.oid = organization.oid WHERE organization.continent = 'Europe'"
+    )
+
+
+def test_a_filter_with_no_path_or_two_to_the_column_that_stores_its_text_is_left_alone() -> None:
+    lone = "SELECT title FROM publication WHERE title = 'Europe'"
+    assert filter_where_stored(lone, WORK_FIELDS, "Europe", ("organization", "continent"), "Europe").changes == []
+    two = (
+        "SELECT a.name FROM author AS a JOIN domain_author AS da ON a.aid = da.aid "
+        "JOIN domain_publication AS dp ON da.did = dp.did WHERE a.name = 'AI'"
+    )
+    assert filter_where_stored(two, WORK_FIELDS, "AI", ("domain", "name"), "AI").changes == []  # da.did, dp.did
