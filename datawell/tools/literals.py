@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlglot
@@ -108,20 +109,30 @@ async def _holders_of(
     """The other text columns (table, column) of the namespace with a value that is the
     filter's text but for case, with that value."""
     text = found.literal.this
-    holders = []
-    for table, column in _other_text_columns(catalog, found)[:LOOKUP_COLUMNS]:
-        values = await _values(tools, user, namespace, table, column, text) or []
-        holders += [((table.name, column), v) for v in values if v.lower() == text.lower()]
-    return holders
-
-
-def _other_text_columns(catalog: Catalog, found: _Filter) -> list[tuple[TableInfo, str]]:
     return [
+        ((table.name, column), v)
+        for table, column, values in await _stored_elsewhere(tools, user, namespace, catalog, found, text)
+        for v in values
+        if v.lower() == text.lower()
+    ]
+
+
+async def _stored_elsewhere(
+    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: _Filter, text: str
+) -> list[tuple[TableInfo, str, list[str]]]:
+    """The namespace's other text columns (at most LOOKUP_COLUMNS) with values containing
+    `text`, ignoring case, with those values."""
+    others = [
         (table, column)
         for table in catalog.tables
         for column, kind in table.columns.items()
         if kind == "text" and (table, column) != (found.table, found.column.name)
     ]
+    stored = []
+    for table, column in others[:LOOKUP_COLUMNS]:
+        if values := await _values(tools, user, namespace, table, column, text):
+            stored.append((table, column, values))
+    return stored
 
 
 async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query: str) -> list[str]:
@@ -138,10 +149,10 @@ async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query
         text = found.literal.this.strip("%").replace("%", " ").strip()
         if not text or await _values(tools, user, namespace, found.table, found.column.name, text):
             continue
-        holders = []
-        for table, column in _other_text_columns(catalog, found)[:LOOKUP_COLUMNS]:
-            if values := await _values(tools, user, namespace, table, column, text):
-                holders.append(f"{table.name}.{column} holds {', '.join(repr(v) for v in values[:3])}")
+        holders = [
+            f"{table.name}.{column} holds {', '.join(repr(v) for v in values[:3])}"
+            for table, column, values in await _stored_elsewhere(tools, user, namespace, catalog, found, text)
+        ]
         if holders:
             said.append(
                 f"{found.literal.this!r} is no value of {found.table.name}.{found.column.name}; {'; '.join(holders)}"
@@ -243,17 +254,16 @@ async def _rows_holding(
 ) -> list[dict[str, object]]:
     """At most NAMED_ROWS rows whose column `name` contains `text`, ignoring case; [] when the
     lookup cannot be asked or fails."""
-    if "%" in text or "_" in text:
-        return []
-    table = ".".join(_quote(p) for p in info.name.split("."))
-    column = _quote(name)
-    pattern = "'%" + text.lower().replace("'", "''") + "%'"
-    query = f"SELECT * FROM {table} WHERE LOWER({column}) LIKE {pattern} LIMIT {NAMED_ROWS}"
-    try:
-        result = await tools.run(user, namespace, query)
-    except QueryError:
-        return []
-    return [{k: v for k, v in row.items() if not k.startswith("__")} for row in result.rows]
+    rows = await _containing(
+        tools,
+        user,
+        namespace,
+        info,
+        name,
+        text,
+        lambda table, holds: f"* FROM {table} WHERE {holds} LIMIT {NAMED_ROWS}",
+    )
+    return [{k: v for k, v in row.items() if not k.startswith("__")} for row in rows or []]
 
 
 async def _values(
@@ -322,20 +332,43 @@ async def _lookup(
 ) -> list[str] | None:
     """The stored values of column `name` that contain the literal, ignoring case (at most
     LOOKUP_VALUES, the shortest first); None when the lookup cannot be asked or fails."""
-    if "%" in literal or "_" in literal or not literal.strip():
+    column = _quote(name)
+    rows = await _containing(
+        tools,
+        user,
+        namespace,
+        info,
+        name,
+        literal,
+        lambda table, holds: (
+            f"{column} AS value FROM {table} WHERE {holds} GROUP BY {column} "
+            f"ORDER BY LENGTH({column}), {column} LIMIT {LOOKUP_VALUES}"
+        ),
+    )
+    return None if rows is None else [str(row["value"]) for row in rows if row.get("value") is not None]
+
+
+async def _containing(
+    tools: Queries,
+    user: Who,
+    namespace: NamespaceRef,
+    info: TableInfo,
+    name: str,
+    text: str,
+    rest: Callable[[str, str], str],
+) -> list[dict[str, object]] | None:
+    """Runs `SELECT` and `rest(table, holds)` as the caller, given the table quoted and the
+    condition that column `name` contains `text` ignoring case; None when the text cannot be
+    looked up (empty, or a pattern character) or the lookup fails."""
+    if "%" in text or "_" in text or not text.strip():
         return None
     table = ".".join(_quote(p) for p in info.name.split("."))
-    column = _quote(name)
-    pattern = "'%" + literal.lower().replace("'", "''") + "%'"
-    query = (
-        f"SELECT {column} AS value FROM {table} WHERE LOWER({column}) LIKE {pattern} "
-        f"GROUP BY {column} ORDER BY LENGTH({column}), {column} LIMIT {LOOKUP_VALUES}"
-    )
+    holds = f"LOWER({_quote(name)}) LIKE '%" + text.lower().replace("'", "''") + "%'"
     try:
-        result = await tools.run(user, namespace, query)
+        result = await tools.run(user, namespace, "SELECT " + rest(table, holds))
     except QueryError:
         return None
-    return [str(row["value"]) for row in result.rows if row.get("value") is not None]
+    return result.rows
 
 
 def _rewrite(found: _Filter, literal: str, values: list[str]) -> str:

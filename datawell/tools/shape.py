@@ -536,19 +536,13 @@ def label_rows(query: str, question: str, catalog: Catalog) -> Shaped:
 
 # The two ends of a move, as words of a column's name (`from_airport`, `arrival_city`) and as
 # the words of a question that put a value at that end ("flights to Chicago (ORD)").
-_ENDS = {"from": "start", "departure": "start", "origin": "start", "to": "end", "arrival": "end", "destination": "end"}
-_OTHER_END = {
-    "from": "to",
-    "to": "from",
-    "departure": "arrival",
-    "arrival": "departure",
-    "origin": "destination",
-    "destination": "origin",
-}
+_MOVES = [("from", "to"), ("departure", "arrival"), ("origin", "destination")]  # (start, end)
+_ENDS = {word: end for pair in _MOVES for word, end in zip(pair, ("start", "end"), strict=True)}
+_OTHER_END = {**dict(_MOVES), **{end: start for start, end in _MOVES}}
 _START = re.compile(r"\b(?:from|leav(?:e|es|ing)|depart(?:s|ing)?|out of)\b", re.IGNORECASE)
 _END = re.compile(r"\b(?:to|into|arriv(?:e|es|ing)(?: at| in)?|bound for|towards?)\b", re.IGNORECASE)
 _CLOSE = 4  # words a direction may stand before the value it puts at an end
-DIRECTED = re.compile(r"\b(?:from|to|departure|arrival|origin|destination)_\w+|_(?:from|to)\b", re.IGNORECASE)
+DIRECTED = re.compile(rf"\b(?:{'|'.join(_ENDS)})_\w+|_(?:from|to)\b", re.IGNORECASE)
 
 
 def filter_the_end_asked(query: str, question: str, catalog: Catalog) -> Shaped:
