@@ -12,6 +12,23 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   stores; a ratio, share or average asked in words is meant as a fraction. The dividend of
   a division becomes `CAST(... AS DOUBLE PRECISION)` unless one side is a decimal already;
   a division by a constant (`/ 60`: a unit's conversion) stays as written.
+- **Fractions where whole numbers were asked for.** "What's the difference in days between
+  today and the earliest departure? Give the answer as an integer." written `SELECT
+  julianday('now') - MIN(julianday(departure))` answers 2522.5. When the question asks for
+  an integer ("as an integer", "to integer minutes", "in whole days"), each selected value
+  the query computes (arithmetic, an aggregate other than COUNT, a function) that is not
+  cast to an integer already is: `CAST(... AS INT)`.
+- **A filter to a placeholder nobody asked for.** "What is the average cost of a one-way
+  trip for each airport pair?" written `WHERE restriction_code = 'NONE'` averages only the
+  unrestricted fares. A top-level equality of a column with a text that stands for nothing
+  (NONE, N/A, NULL, unknown, ...) goes when the question names no word of the column and
+  says nothing of the kind (no, none, without, missing, unknown, ...).
+- **One query per value, united.** "How many course offerings have a final exam and how many
+  do not?" written as two `SELECT COUNT(*) ... WHERE has_final_exam = TRUE/FALSE` joined by
+  UNION gives two numbers nobody can tell apart. A UNION of the same aggregates of one table,
+  each under a WHERE of one column equal to another value, is one query grouped by that
+  column, which is selected in front: `SELECT has_final_exam, COUNT(*) ... WHERE
+  has_final_exam IN (TRUE, FALSE) GROUP BY has_final_exam`.
 - **Groups without their names.** `SELECT AVG(cost) FROM fare GROUP BY from_airport,
   to_airport` returns averages nobody can tell apart. When the outermost query selects only
   aggregates, its GROUP BY columns are selected, in front.
@@ -161,16 +178,20 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
         return Shaped(query, [])
     if not isinstance(tree, exp.Query):
         return Shaped(query, [])
+    tree, grouped = _group_a_union_per_value(tree)
     changes = [
         change
         for change in (
+            grouped,
             _drop_unasked_limit(tree, question),
             _divide_as_fractions(tree),
+            _whole_numbers_asked(tree, question),
             _select_group_keys(tree),
             _rows_not_extremes(tree),
             _rows_once_through_filtering_joins(tree),
             _skip_key_passing_joins(tree),
             _period_for_first_day(tree, question),
+            _drop_placeholder_filters(tree, question),
             _select_ranking_measure(tree) if show_measure or not _SHOW.search(question) else "",
         )
         if change
@@ -178,6 +199,51 @@ def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
     if not changes:
         return Shaped(query, [])
     return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+def _group_a_union_per_value(tree: exp.Query) -> tuple[exp.Query, str]:
+    """A UNION of the same aggregates of one table, each under a WHERE of one column equal to
+    another value, as one query grouped by that column (which says which row is which)."""
+    if not isinstance(tree, exp.Union):
+        return tree, ""
+    parts: list[exp.Expr] = []
+    stack: list[exp.Expr] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Union) and not node.args.get("order") and not node.args.get("limit"):
+            stack += [node.expression, node.this]
+        else:
+            parts.append(node)
+    shapes, values = set(), []
+    for part in parts:
+        where = part.args.get("where") if isinstance(part, exp.Select) else None
+        condition = where.this if where is not None else None
+        if (
+            not isinstance(part, exp.Select)
+            or not isinstance(condition, exp.EQ)
+            or not isinstance(condition.this, exp.Column)
+            or not isinstance(condition.expression, (exp.Literal, exp.Boolean))
+            or any(part.args.get(a) for a in ("joins", "group", "having", "order", "limit", "distinct"))
+            or not all(e.find(exp.AggFunc) for e in part.expressions)
+        ):
+            return tree, ""
+        table = part.args["from_"].this
+        listed = tuple(e.sql() for e in part.expressions)
+        shapes.add((table.sql(), condition.this.sql().lower(), listed))
+        values.append(condition.expression)
+    if len(shapes) != 1 or len({v.sql() for v in values}) != len(values):
+        return tree, ""
+    first = parts[0]
+    assert isinstance(first, exp.Select)
+    column = first.args["where"].this.this
+    grouped = (
+        exp.select(column.copy(), *(e.copy() for e in first.expressions))
+        .from_(first.args["from_"].this.copy())
+        .where(exp.In(this=column.copy(), expressions=[v.copy() for v in values]))
+        .group_by(column.copy())
+    )
+    said = column.sql(dialect=DIALECTS[QL_DIALECT])
+    return grouped, f"one row per {said}, grouped: the union counted each value of it apart"
 
 
 def _asks_for_few(question: str) -> bool:
@@ -204,6 +270,36 @@ def _divide_as_fractions(tree: exp.Query) -> str:
         division.set("this", exp.cast(dividend.copy(), exp.DataType.Type.DOUBLE))
         changed += 1
     return f"divided as fractions ({changed} division{'s' if changed > 1 else ''})" if changed else ""
+
+
+# Words by which a question asks for its numbers as whole numbers ("Give the answer as an
+# integer", "Convert to integer minutes", "in whole days").
+_WHOLE = re.compile(r"\b(?:as|to|in)\s+(?:an?\s+)?(?:integers?|whole\s+(?:numbers?|\w+))\b", re.IGNORECASE)
+_INTEGER_TYPES = frozenset(exp.DataType.INTEGER_TYPES)
+
+
+def _whole_numbers_asked(tree: exp.Query, question: str) -> str:
+    if not isinstance(tree, exp.Select) or not _WHOLE.search(question):
+        return ""
+    cast = []
+    for selected in tree.expressions:
+        value = selected.unalias()
+        if isinstance(value, (exp.Column, exp.Literal, exp.Count)) or not _computes(value):
+            continue  # a stored value or a count: whole already, or not a number to round
+        if isinstance(value, exp.Cast) and value.to.this in _INTEGER_TYPES:
+            continue
+        name = selected.alias_or_name if isinstance(selected, exp.Alias) else ""
+        whole = exp.cast(value.copy(), exp.DataType.Type.INT)
+        selected.replace(whole.as_(name) if name else whole)
+        cast.append(name or value.sql(dialect=DIALECTS[QL_DIALECT]))
+    return f"cast to whole numbers, as the question asks: {', '.join(cast)}" if cast else ""
+
+
+def _computes(node: exp.Expr) -> bool:
+    """Whether a selected expression computes a number: arithmetic or an aggregate."""
+    return isinstance(node, (exp.Binary, exp.AggFunc, exp.Cast, exp.Paren, exp.Func)) and not isinstance(
+        node, (exp.Predicate, exp.Connector)
+    )
 
 
 def _is_fraction(node: exp.Expr) -> bool:
@@ -359,6 +455,46 @@ def _period_for_first_day(tree: exp.Query, question: str) -> str:
             changed.append(f"{this.sql(dialect=DIALECTS[QL_DIALECT])} from {start} to before {end}")
             break
     return f"compared the period asked, not its first day: {'; '.join(changed)}" if changed else ""
+
+
+# Texts that stand for "nothing" in a column: a filter to one of them says "none of this".
+_PLACEHOLDERS = frozenset(["none", "n/a", "na", "null", "nil", "unknown", "-", ""])
+_NOTHING = re.compile(r"\b(?:no|not|none|without|null|nil|unknown|missing|empty|lacks?|lacking|blank|n/a)\b", re.I)
+
+
+def _drop_placeholder_filters(tree: exp.Query, question: str) -> str:
+    where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+    if where is None:
+        return ""
+    if _NOTHING.search(question):
+        return ""  # "fares with no restriction", "... without a code": the question may ask for it
+    words = {w[:4] for w in re.findall(r"[a-z]{3,}", question.lower())}
+    conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    kept: list[exp.Expr] = []
+    dropped: list[exp.Expr] = []
+    for condition in conditions:
+        sides = (condition.this, condition.expression) if isinstance(condition, exp.EQ) else ()
+        column = next((s for s in sides if isinstance(s, exp.Column)), None)
+        text = next((s for s in sides if isinstance(s, exp.Literal) and s.is_string), None)
+        invented = (
+            column is not None
+            and text is not None
+            and text.this.strip().lower() in _PLACEHOLDERS
+            and not _said(column.name.replace("_", " "), words)
+        )
+        (dropped if invented else kept).append(condition)
+    if not dropped:
+        return ""
+    tree.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    return "dropped filters on a placeholder for nothing, of a column the question never names: " + ", ".join(
+        d.sql(dialect=DIALECTS[QL_DIALECT]) for d in dropped
+    )
+
+
+def _said(text: str, words: set[str]) -> bool:
+    """Whether any word of `text` (of three letters or more) begins as a word of the question
+    does (its first four letters: "restrictions" says "restriction_code")."""
+    return any(w[:4] in words for w in re.findall(r"[a-z]{3,}", text.lower()))
 
 
 def _select_ranking_measure(tree: exp.Query) -> str:
@@ -618,3 +754,86 @@ def _names_the_rows(question: str, table: str) -> bool:
     """Whether the question names the table's rows ("courses", "course"; "airport" for airport)."""
     words = {singular(w) for w in re.findall(r"[a-z]+", question.lower())}
     return singular(table.lower().rsplit("_", 1)[-1]) in words
+
+
+def count_the_things_asked(query: str, question: str, catalog: Catalog) -> Shaped:
+    """`query` with each count of another table's key that the question asks the number of
+    counted once per thing: "Return the annual numbers of publications and journals" written
+    `SELECT year, COUNT(pid), COUNT(jid) FROM publication GROUP BY year` counts a journal once
+    per publication in it. When a COUNT of the outermost query reads a column that is not its
+    table's own key but is another table's (`jid` of journal, by `key_names`), and the question
+    names that table ("journals") and does not read it (joined, it is what the rows are grouped
+    by: `COUNT(loans.book_id) ... JOIN books ... GROUP BY books.title` counts loans), it counts
+    `DISTINCT`."""
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    if not isinstance(tree, exp.Select):
+        return Shaped(query, [])
+    tables = (
+        [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])] if tree.args.get("from_") else []
+    )
+    read = {t.alias_or_name.lower(): t.name for t in tables if isinstance(t, exp.Table)}
+    changes = []
+    for count in [c for e in tree.expressions for c in e.find_all(exp.Count)]:
+        column = count.this
+        if not isinstance(column, exp.Column) or count.find_ancestor(exp.Select) is not tree:
+            continue  # COUNT(*), COUNT(DISTINCT ...), or a subquery's count
+        name = column.name.lower()
+        own = (
+            read.get(column.table.lower()) if column.table else (next(iter(read.values())) if len(read) == 1 else None)
+        )
+        info = catalog.table(own) if own else None
+        if info is None or name in key_names(info):
+            continue
+        keyed = [t for t in catalog.tables if t.name != info.name and name in key_names(t)]
+        if len(keyed) != 1 or keyed[0].name in read.values() or not _names_the_rows(question, keyed[0].name):
+            continue  # grouped by the thing it keys ("the number of loans per book"), or not asked
+        count.set("this", exp.Distinct(expressions=[column.copy()]))
+        changes.append(f"COUNT({column.sql(dialect=DIALECTS[QL_DIALECT])}) counts each {keyed[0].name} once")
+    if not changes:
+        return Shaped(query, [])
+    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+_COUNTED = r"(?:the\s+)?(?:(?:total\s+)?number\s+of\s+)?(\w+)"
+_RATIO = re.compile(rf"\bratio\s+of\s+{_COUNTED}\s+to\s+{_COUNTED}", re.IGNORECASE)
+
+
+def compute_the_ratio_asked(query: str, question: str) -> Shaped:
+    """`query` with the ratio the question asks for computed from the two aggregates it
+    selects: "How does the ratio of publications to journals change over the years? Return the
+    annual numbers of publications and journals as well." written `SELECT year, COUNT(pid) AS
+    publications, COUNT(jid) AS journals ...` shows both numbers and no ratio. When the
+    question asks for the "ratio of A to B", the outermost query divides nothing, and exactly
+    one selected aggregate is named for A and one for B (their aliases hold the words),
+    `CAST(A AS DOUBLE PRECISION) / NULLIF(B, 0) AS ratio` is selected after them."""
+    asked = _RATIO.search(question)
+    try:
+        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
+    except sqlglot.errors.SqlglotError:
+        return Shaped(query, [])
+    if asked is None or not isinstance(tree, exp.Select) or tree.find(exp.Div):
+        return Shaped(query, [])
+
+    def named(word: str) -> list[exp.Expr]:
+        stem = singular(word.lower())
+        return [
+            e
+            for e in tree.expressions
+            if isinstance(e, exp.Alias) and e.this.find(exp.AggFunc) and stem in singular(e.alias.lower())
+        ]
+
+    dividends, divisors = named(asked[1]), named(asked[2])
+    if len(dividends) != 1 or len(divisors) != 1 or dividends[0] is divisors[0]:
+        return Shaped(query, [])
+    ratio = exp.Div(
+        this=exp.cast(dividends[0].this.copy(), exp.DataType.Type.DOUBLE),
+        expression=exp.Nullif(this=divisors[0].this.copy(), expression=exp.Literal.number(0)),
+    )
+    tree.set("expressions", [*tree.expressions, ratio.as_("ratio")])
+    return Shaped(
+        tree.sql(dialect=DIALECTS[QL_DIALECT]),
+        [f"selected the ratio asked for: {dividends[0].alias} to {divisors[0].alias}"],
+    )

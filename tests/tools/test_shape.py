@@ -8,7 +8,14 @@ import pytest
 
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.shape import filter_the_end_asked, fit_shape, group_per_asked, label_rows
+from datawell.tools.shape import (
+    compute_the_ratio_asked,
+    count_the_things_asked,
+    filter_the_end_asked,
+    fit_shape,
+    group_per_asked,
+    label_rows,
+)
 from tests.tools.conftest import World
 
 
@@ -432,3 +439,134 @@ def test_a_value_is_filtered_at_the_end_the_question_puts_it(query: str, questio
 )
 def test_a_filter_the_question_does_not_put_elsewhere_is_left_alone(query: str, question: str) -> None:
     assert filter_the_end_asked(query, question, FLIGHTS).changes == []
+
+
+async def test_a_number_asked_as_an_integer_is_cast_to_one(world: World) -> None:
+    query = "SELECT AVG(total) AS average FROM orders WHERE customer = 'Ada'"
+    changes, found = await rows(world, query, "What is Ada's average order total? Give the answer as an integer.")
+    assert changes == ["cast to whole numbers, as the question asks: average"]
+    assert found[0]["average"] == 21  # (12.5 + 30.0) / 2 = 21.25, as a whole number
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        # already whole, or stored as they are: nothing to cast
+        ("SELECT CAST(AVG(total) AS INTEGER) FROM orders", "What is the average total, as an integer?"),
+        ("SELECT COUNT(*) FROM orders", "How many orders are there, as an integer?"),
+        ("SELECT total FROM orders", "List the totals as integers."),
+        # no integer asked for
+        ("SELECT AVG(total) FROM orders", "What is the average total?"),
+        ("SELECT AVG(total) FROM orders", "How many orders mention an integer?"),
+    ],
+)
+def test_numbers_already_whole_or_not_asked_whole_are_left_alone(query: str, question: str) -> None:
+    assert fit_shape(query, question).changes == []
+
+
+async def test_a_filter_to_a_placeholder_the_question_never_asks_for_is_dropped(world: World) -> None:
+    query = "SELECT customer, SUM(total) AS spent FROM orders WHERE note = 'NONE' GROUP BY customer"
+    changes, found = await rows(world, query, "How much did each customer spend?")
+    assert changes == [
+        "dropped filters on a placeholder for nothing, of a column the question never names: note = 'NONE'"
+    ]
+    assert {r["customer"]: r["spent"] for r in found} == {"Ada": 42.5, "Bob": 99.0, "Cy": 7.25, "Dee": 3.0}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How much did each customer spend on orders with no note?",  # the question asks for nothing
+        "How much did each customer spend on orders without a note?",
+        "How much did each customer spend, by note?",  # the question names the column
+    ],
+)
+def test_a_placeholder_filter_the_question_may_ask_for_stays(question: str) -> None:
+    query = "SELECT customer, SUM(total) FROM orders WHERE note = 'NONE' AND paid GROUP BY customer"
+    assert fit_shape(query, question).changes == []
+
+
+def test_only_placeholders_are_dropped_of_the_filters() -> None:
+    query = "SELECT customer FROM orders WHERE customer = 'Ada' AND note = 'n/a' AND paid"
+    shaped = fit_shape(query, "Which of Ada's orders are paid?")
+    assert shaped.query == "SELECT customer FROM orders WHERE customer = 'Ada' AND paid"
+
+
+async def test_a_union_of_one_count_per_value_is_grouped_by_it(world: World) -> None:
+    query = (
+        "SELECT COUNT(*) AS orders FROM orders WHERE paid = TRUE "
+        "UNION SELECT COUNT(*) AS orders FROM orders WHERE paid = FALSE"
+    )
+    changes, found = await rows(world, query, "How many orders are paid and how many are not?")
+    assert changes == ["one row per paid, grouped: the union counted each value of it apart"]
+    assert sorted((r["paid"], r["orders"]) for r in found) == [(False, 2), (True, 3)]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # the parts differ in what they count, in their table, or in more than one value
+        "SELECT COUNT(*) FROM orders WHERE paid = TRUE UNION SELECT SUM(total) FROM orders WHERE paid = FALSE",
+        "SELECT COUNT(*) FROM orders WHERE paid = TRUE UNION SELECT COUNT(*) FROM customers WHERE paid = FALSE",
+        "SELECT COUNT(*) FROM orders WHERE paid = TRUE UNION SELECT COUNT(*) FROM orders WHERE paid = TRUE",
+        "SELECT COUNT(*) FROM orders WHERE paid = TRUE AND total > 5 UNION SELECT COUNT(*) FROM orders WHERE paid = FALSE",
+        # rows, not aggregates
+        "SELECT customer FROM orders WHERE paid = TRUE UNION SELECT customer FROM orders WHERE paid = FALSE",
+    ],
+)
+def test_other_unions_are_left_as_written(query: str) -> None:
+    assert fit_shape(query, "How many orders are paid and how many are not?").changes == []
+
+
+async def test_the_ratio_asked_for_is_computed_from_the_two_numbers_selected(world: World) -> None:
+    query = "SELECT customer, SUM(total) AS spending, COUNT(order_id) AS orders FROM orders GROUP BY customer"
+    question = "What is the ratio of spending to orders for each customer?"
+    shaped = compute_the_ratio_asked(query, question)
+    assert shaped.changes == ["selected the ratio asked for: spending to orders"]
+    found = (await world.query.run(world.alice, world.sales, shaped.query)).rows
+    assert {r["customer"]: r["ratio"] for r in found} == {"Ada": 21.25, "Bob": 99.0, "Cy": 7.25, "Dee": 3.0}
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        # divided already, no ratio asked, or no aggregate named for one side
+        ("SELECT SUM(total) / COUNT(*) AS spending FROM orders", "What is the ratio of spending to orders?"),
+        ("SELECT SUM(total) AS spending, COUNT(*) AS orders FROM orders", "What are spending and orders?"),
+        ("SELECT SUM(total) AS spending, COUNT(*) AS n FROM orders", "What is the ratio of spending to orders?"),
+    ],
+)
+def test_a_ratio_computed_already_or_not_asked_is_left_alone(query: str, question: str) -> None:
+    assert compute_the_ratio_asked(query, question).changes == []
+
+
+PAPERS = catalog_of(publication=("pid", "jid", "title", "year"), journal=("jid", "name"), loans=("loan_id", "pid"))
+
+
+def test_another_tables_key_is_counted_once_per_thing_asked() -> None:
+    shaped = count_the_things_asked(
+        "SELECT year, COUNT(pid) AS publications, COUNT(jid) AS journals FROM publication GROUP BY year",
+        "Return the annual numbers of publications and journals.",
+        PAPERS,
+    )
+    assert shaped.query == (
+        "SELECT year, COUNT(pid) AS publications, COUNT(DISTINCT jid) AS journals FROM publication GROUP BY year"
+    )
+    assert shaped.changes == ["COUNT(jid) counts each journal once"]
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        # the table's own key; the keyed table joined (its rows are the groups); not asked for
+        ("SELECT COUNT(pid) FROM publication", "How many journals have publications?"),
+        (
+            "SELECT j.name, COUNT(p.jid) FROM publication AS p JOIN journal AS j ON p.jid = j.jid GROUP BY j.name",
+            "How many publications does each journal have?",
+        ),
+        ("SELECT year, COUNT(jid) FROM publication GROUP BY year", "How many publications name a venue each year?"),
+        ("SELECT COUNT(DISTINCT jid) FROM publication", "How many journals are there?"),
+    ],
+)
+def test_counts_of_rows_or_of_things_not_asked_are_left_alone(query: str, question: str) -> None:
+    assert count_the_things_asked(query, question, PAPERS).changes == []

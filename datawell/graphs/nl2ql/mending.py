@@ -18,11 +18,21 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.literals import match_literals
 from datawell.tools.mend import mend, reroute_joins
 from datawell.tools.names import NameTriage, flagged, query_names, triage
-from datawell.tools.shape import DIRECTED, asked_per, filter_the_end_asked, fit_shape, group_per_asked, label_rows
+from datawell.tools.shape import (
+    DIRECTED,
+    asked_per,
+    compute_the_ratio_asked,
+    count_the_things_asked,
+    filter_the_end_asked,
+    fit_shape,
+    group_per_asked,
+    label_rows,
+)
 
 JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 # A query that may aggregate: one that does not lists rows, which may need their names.
 AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)
+COUNTS = re.compile(r"\bcount\s*\(\s*(?!\*|distinct\b)", re.IGNORECASE)  # a COUNT of a column
 
 
 async def fitted(
@@ -32,7 +42,9 @@ async def fitted(
     a move read on the end the question puts its value at (tools/shape.filter_the_end_asked),
     a join of two different tables' keys read through the dataset linking them and a join of a
     number with a text read on the text table's key (tools/mend.reroute_joins), listed values
-    given their rows' names (tools/shape.label_rows), and its text literals matched to stored values
+    given their rows' names (tools/shape.label_rows), another table's key counted once per
+    thing (tools/shape.count_the_things_asked), the ratio asked for computed from the two
+    numbers selected (tools/shape.compute_the_ratio_asked), and its text literals matched to stored values
     (tools/literals.py), and what changed, in words. A caller that holds the namespace's
     `catalog` already passes it."""
     changes: list[str] = []
@@ -44,7 +56,9 @@ async def fitted(
         # The catalog's rules run only when one may apply: a join to reroute, "per X" to group
         # by, rows to name, or a column at one end of a move; only then is the catalog read,
         # if the caller has not.
-        if not (per or JOIN.search(query) or not AGGREGATES.search(query) or DIRECTED.search(query)):
+        if not (
+            per or JOIN.search(query) or not AGGREGATES.search(query) or DIRECTED.search(query) or COUNTS.search(query)
+        ):
             catalog = None
         elif catalog is None:
             catalog = await deps.tools.catalog(context.caller, context.namespace)
@@ -62,6 +76,12 @@ async def fitted(
             labelled = label_rows(query, question, catalog)
             query = labelled.query
             changes += labelled.changes
+            counted = count_the_things_asked(query, question, catalog)
+            query = counted.query
+            changes += counted.changes
+        ratio = compute_the_ratio_asked(query, question)  # after the counts: it divides them as they count
+        query = ratio.query
+        changes += ratio.changes
     if deps.match_literals:
         matched = await match_literals(deps.tools, context.caller, context.namespace, query)
         if matched.changes:
