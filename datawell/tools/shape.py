@@ -761,10 +761,12 @@ def count_the_things_asked(query: str, question: str, catalog: Catalog) -> Shape
     counted once per thing: "Return the annual numbers of publications and journals" written
     `SELECT year, COUNT(pid), COUNT(jid) FROM publication GROUP BY year` counts a journal once
     per publication in it. When a COUNT of the outermost query reads a column that is not its
-    table's own key but is another table's (`jid` of journal, by `key_names`), and the question
-    names that table ("journals") and does not read it (joined, it is what the rows are grouped
-    by: `COUNT(loans.book_id) ... JOIN books ... GROUP BY books.title` counts loans), it counts
-    `DISTINCT`."""
+    table's own key but is another table's (`jid` of journal, by `key_names`), the question
+    asks how many of that table's things there are ("how many journals", "the number of
+    journals"; "the most patients not showing up" ranks by no-shows, not by patients), and
+    the query does not read that table (joined, it is what the rows are grouped by:
+    `COUNT(loans.book_id) ... JOIN books ... GROUP BY books.title` counts loans), it counts
+    `DISTINCT`, wherever the query uses that count (an ORDER BY too)."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
@@ -775,7 +777,7 @@ def count_the_things_asked(query: str, question: str, catalog: Catalog) -> Shape
         [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])] if tree.args.get("from_") else []
     )
     read = {t.alias_or_name.lower(): t.name for t in tables if isinstance(t, exp.Table)}
-    changes = []
+    counted: dict[str, str] = {}  # a count's SQL -> the table whose things it counts
     for count in [c for e in tree.expressions for c in e.find_all(exp.Count)]:
         column = count.this
         if not isinstance(column, exp.Column) or count.find_ancestor(exp.Select) is not tree:
@@ -788,13 +790,30 @@ def count_the_things_asked(query: str, question: str, catalog: Catalog) -> Shape
         if info is None or name in key_names(info):
             continue
         keyed = [t for t in catalog.tables if t.name != info.name and name in key_names(t)]
-        if len(keyed) != 1 or keyed[0].name in read.values() or not _names_the_rows(question, keyed[0].name):
+        if len(keyed) != 1 or keyed[0].name in read.values() or not _asks_how_many(question, keyed[0].name):
             continue  # grouped by the thing it keys ("the number of loans per book"), or not asked
-        count.set("this", exp.Distinct(expressions=[column.copy()]))
-        changes.append(f"COUNT({column.sql(dialect=DIALECTS[QL_DIALECT])}) counts each {keyed[0].name} once")
-    if not changes:
+        counted[count.sql()] = keyed[0].name
+    if not counted:
         return Shaped(query, [])
+    for count in list(tree.find_all(exp.Count)):
+        if count.sql() in counted and count.find_ancestor(exp.Select) is tree:
+            count.set("this", exp.Distinct(expressions=[count.this.copy()]))
+    changes = [
+        f"{count} counts each {singular(table.rsplit('.', 1)[-1].lower())} once" for count, table in counted.items()
+    ]
     return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
+
+
+def _asks_how_many(question: str, table: str) -> bool:
+    """Whether the question asks how many of the table's things there are: "how many
+    journals", "the number of journals", "the annual numbers of publications and journals"."""
+    one = singular(table.rsplit(".", 1)[-1].lower()).replace("_", " ")
+    thing = rf"{re.escape(one)}(?:e?s)?\b"
+    return bool(
+        re.search(
+            rf"\bhow\s+many\s+(?:\w+\s+){{0,2}}?{thing}|\bnumbers?\s+of\s+(?:[\w,]+\s+){{0,3}}?{thing}", question, re.I
+        )
+    )
 
 
 _COUNTED = r"(?:the\s+)?(?:(?:total\s+)?number\s+of\s+)?(\w+)"

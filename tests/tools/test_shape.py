@@ -555,6 +555,17 @@ def test_another_tables_key_is_counted_once_per_thing_asked() -> None:
     assert shaped.changes == ["COUNT(jid) counts each journal once"]
 
 
+def test_a_count_counted_once_per_thing_is_ranked_as_it_is_shown() -> None:
+    shaped = count_the_things_asked(
+        "SELECT year, COUNT(jid) AS journals FROM publication GROUP BY year ORDER BY COUNT(jid) DESC",
+        "How many journals published in each year?",
+        PAPERS,
+    )
+    assert shaped.query == (
+        "SELECT year, COUNT(DISTINCT jid) AS journals FROM publication GROUP BY year ORDER BY COUNT(DISTINCT jid) DESC"
+    )
+
+
 @pytest.mark.parametrize(
     ("query", "question"),
     [
@@ -566,6 +577,11 @@ def test_another_tables_key_is_counted_once_per_thing_asked() -> None:
         ),
         ("SELECT year, COUNT(jid) FROM publication GROUP BY year", "How many publications name a venue each year?"),
         ("SELECT COUNT(DISTINCT jid) FROM publication", "How many journals are there?"),
+        # a ranking by the rows that refer to the thing, not a count of things
+        (
+            "SELECT year, COUNT(jid) FROM publication GROUP BY year ORDER BY COUNT(jid) DESC LIMIT 1",
+            "Which year had the most journals publishing?",
+        ),
     ],
 )
 def test_counts_of_rows_or_of_things_not_asked_are_left_alone(query: str, question: str) -> None:
