@@ -296,10 +296,9 @@ def _whole_numbers_asked(tree: exp.Query, question: str) -> str:
 
 
 def _computes(node: exp.Expr) -> bool:
-    """Whether a selected expression computes a number: arithmetic or an aggregate."""
-    return isinstance(node, (exp.Binary, exp.AggFunc, exp.Cast, exp.Paren, exp.Func)) and not isinstance(
-        node, (exp.Predicate, exp.Connector)
-    )
+    """Whether a selected expression computes a number: arithmetic, or a function (aggregates
+    and casts are functions too), not a comparison or a condition."""
+    return isinstance(node, (exp.Binary, exp.Func, exp.Paren)) and not isinstance(node, (exp.Predicate, exp.Connector))
 
 
 def _is_fraction(node: exp.Expr) -> bool:
@@ -642,7 +641,7 @@ def label_rows(query: str, question: str, catalog: Catalog) -> Shaped:
     columns = [c for e in selected for c in e.find_all(exp.Column)]
     if not columns or any(e.find(exp.AggFunc, exp.Window, exp.Star) for e in selected):
         return Shaped(query, [])
-    tables = [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])]
+    tables = _from_and_joins(tree)
     read = {t.alias_or_name.lower(): t.name for t in tables if isinstance(t, exp.Table)}
     qualifiers = {c.table.lower() for c in columns}
     if len(qualifiers) != 1 or len(read) != len(tables) or (qualifiers == {""} and len(read) != 1):
@@ -750,6 +749,12 @@ def _end_asked(question: str, value: str) -> str:
 _TELLING = ("_name", "_id", "_code", "_number", "_no")
 
 
+def _from_and_joins(select: exp.Select) -> list[exp.Expr]:
+    """What the SELECT reads rows from: its FROM's source, then each join's ([] without a FROM)."""
+    start = select.args.get("from_")
+    return [start.this, *(j.this for j in select.args.get("joins") or [])] if start is not None else []
+
+
 def _names_the_rows(question: str, table: str) -> bool:
     """Whether the question names the table's rows ("courses", "course"; "airport" for airport)."""
     words = {singular(w) for w in re.findall(r"[a-z]+", question.lower())}
@@ -773,10 +778,7 @@ def count_the_things_asked(query: str, question: str, catalog: Catalog) -> Shape
         return Shaped(query, [])
     if not isinstance(tree, exp.Select):
         return Shaped(query, [])
-    tables = (
-        [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])] if tree.args.get("from_") else []
-    )
-    read = {t.alias_or_name.lower(): t.name for t in tables if isinstance(t, exp.Table)}
+    read = {t.alias_or_name.lower(): t.name for t in _from_and_joins(tree) if isinstance(t, exp.Table)}
     counted: dict[str, str] = {}  # a count's SQL -> the table whose things it counts
     for count in [c for e in tree.expressions for c in e.find_all(exp.Count)]:
         column = count.this
