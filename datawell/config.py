@@ -134,6 +134,20 @@ class Settings(BaseSettings):
         ge=1,
         description="Queries running at once on the rows database; a caller running one waits while others wait.",
     )
+    query_max_chars: int = Field(
+        50_000, ge=1_000, le=1_000_000, description="Longest query text, checked before it is parsed."
+    )
+    query_max_ctes: int = Field(32, ge=1, le=500, description="CTEs (WITH name AS (...)) in one query.")
+    query_max_selects: int = Field(
+        64, ge=1, le=1_000, description="SELECTs in one query: it, its subqueries, CTE bodies and UNION arms."
+    )
+    query_max_joins: int = Field(32, ge=1, le=500, description="JOINs in one query.")
+    query_max_expanded: int = Field(
+        256,
+        ge=8,
+        le=10_000,
+        description="Query blocks once every CTE is copied into each place that reads it (SQLite plans it so).",
+    )
     query_max_nesting: int = Field(
         100, ge=8, le=200, description="Deepest nesting of parentheses, subqueries, CASE and NOT in a query."
     )

@@ -83,6 +83,11 @@ class QueryError(InvalidInput):
     """A generated or submitted query was refused by the checker or failed to run."""
 
 
+class QueryLimitExceeded(QueryError):
+    """A query past a size limit (length, CTEs, SELECTs, JOINs, nesting), refused before it is
+    parsed (`tools/checker/bounds.py`); the sub-error names the limit and its setting."""
+
+
 class QueryRefused(DatawellError):
     """The model found that the namespace's datasets cannot answer the question."""
 
@@ -124,6 +129,7 @@ ERRORS: dict[type[DatawellError], ErrorMapping] = {
     InvalidInput: ErrorMapping(422, "VALIDATION_ERROR", INVALID_PARAMS),
     QueryError: ErrorMapping(422, "QUERY_ERROR", INVALID_PARAMS),
     QueryRefused: ErrorMapping(422, "QUERY_REFUSED", INVALID_PARAMS),
+    QueryLimitExceeded: ErrorMapping(422, "QUERY_REFUSED", INVALID_PARAMS),
     IngestionFailed: ErrorMapping(422, "INGESTION_FAILED", INVALID_PARAMS),
     ModelError: ErrorMapping(502, "MODEL_ERROR", INTERNAL),
     WebSearchError: ErrorMapping(502, "WEB_SEARCH_ERROR", INTERNAL),

@@ -104,6 +104,8 @@ def a2a_error(exc: DatawellError) -> A2AError:
     mapping = exc.mapping
     error_class = InvalidParamsError if mapping.json_rpc == INVALID_PARAMS else InternalError
     data: dict[str, Any] = {"errorCode": mapping.code}
+    if exc.sub_errors:
+        data["subErrors"] = [{"code": s.code, "message": s.message} for s in exc.sub_errors]
     if isinstance(exc, Busy):
         data["retryAfterSeconds"] = exc.retry_after_seconds
     return error_class(exc.message, data=data)

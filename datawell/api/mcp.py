@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from datawell.api.errors import error_body
+from datawell.api.inputs import refuse_nul
 from datawell.api.routing import Context, Router
 from datawell.config import Settings
 from datawell.errors import (
@@ -215,14 +216,19 @@ def sdk_error(status: int, body: bytes) -> JSONResponse:
 
 
 class Delegate(Response):
-    """Hands the request, body unread, to an ASGI app that writes its own response; an error
-    response it writes is rewritten by `sdk_error`."""
+    """Hands the request, with the body already read, to an ASGI app that writes its own
+    response; an error response it writes is rewritten by `sdk_error`."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, body: bytes) -> None:
         self.app = app
+        self.body = body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         failed: dict[str, Any] = {}
+        unread = [{"type": "http.request", "body": self.body, "more_body": False}]
+
+        async def replay() -> Message:
+            return unread.pop() if unread else await receive()
 
         async def send_or_hold(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] >= 400:
@@ -235,7 +241,7 @@ class Delegate(Response):
                 return
             await send(message)
 
-        await self.app(scope, receive, send_or_hold)
+        await self.app(scope, replay, send_or_hold)
 
 
 @router.post(
@@ -272,4 +278,15 @@ async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
         return rpc_error_response(
             UnsupportedMediaType(f"MCP messages are JSON-RPC: send Content-Type application/json, not {media_type!r}")
         )
-    return Delegate(ctx.mcp.handle)
+    raw = await request.body()
+    if b"\\u0000" in raw:  # as REST refuses it: no store keeps a NUL, and no SQL should meet one
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None  # not JSON: the SDK says so
+        try:
+            refuse_nul(body, "")
+        except InvalidInput as exc:
+            request_id = body.get("id") if isinstance(body, dict) else None
+            return rpc_error_response(exc, request_id if isinstance(request_id, str | int) else None)
+    return Delegate(ctx.mcp.handle, raw)

@@ -13,6 +13,7 @@ from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.view import NamespaceView
 from datawell.observability import recorder as recording
 from datawell.services import Services
+from datawell.tools.checker import Caps
 from datawell.tools.pruning import PruneLimits, SchemaPruner
 from datawell.tools.web import HttpWebSearch
 
@@ -43,6 +44,7 @@ def query_deps(services: Services) -> QueryDeps:
             few_shot=s.settings.query_few_shot,
         ),
         max_attempts=s.settings.query_max_attempts,
+        caps=s.settings.group(Caps, "query_max_"),
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
         name_columns=s.settings.query_name_columns,
         match_literals=s.settings.query_match_literals,

@@ -13,6 +13,7 @@ query prepared once (`prepare`) is what `run` executes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -172,7 +173,9 @@ class QueryTools:
         cap than the service's (an export reads every row)."""
         caller = await self.caller(who)
         caller.require_read(namespace)
-        parsed = parse(query, self.caps)
+        # In a worker thread: reading a query within the limits still takes milliseconds of
+        # CPU, which the event loop (other requests, /health) should not wait out.
+        parsed = await asyncio.to_thread(parse, query, self.caps)
         async with self.db.read() as session:
             resolver = TableResolver(session, caller, namespace)
             await resolver.refuse_taken_names(parsed.ctes)
@@ -180,7 +183,7 @@ class QueryTools:
         # The checker's date rules read what each column holds (years, month names, Unix seconds).
         described = {t.dataset_id: t for t in await with_contents(self.db, self.rows, pairs(resolver, tables))}
         tables = {ref: described.get(info.dataset_id, info) for ref, info in tables.items()}
-        return compile_query(parsed, tables, self.target, row_cap or self.row_cap)
+        return await asyncio.to_thread(compile_query, parsed, tables, self.target, row_cap or self.row_cap)
 
     async def resolve(self, who: Who, namespace: NamespaceRef, references: list[TableRef]) -> dict[TableRef, TableInfo]:
         """The datasets behind table names, as `prepare` finds them."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datawell.graphs.view import NamespaceView
 from datawell.llm.models import ChatModels
 from datawell.prompts import PromptLibrary
+from datawell.tools.checker import DEFAULT_CAPS, Caps
 from datawell.tools.ql import Queries, TextEmbedder
 
 
@@ -17,6 +18,7 @@ class QueryDeps:
     prompts: PromptLibrary
     view: NamespaceView  # what the query writer is shown of the namespace
     max_attempts: int = 3
+    caps: Caps = DEFAULT_CAPS  # the model's query is measured against these before any rewrite reads it
     dialect: str = "SQLite"  # whose date functions the model is told to use
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False

@@ -5,6 +5,7 @@ statement that changes data named)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -29,6 +30,8 @@ from datawell.tools.shape import (
     label_rows,
 )
 
+log = logging.getLogger(__name__)
+
 JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 # A query that may aggregate: one that does not lists rows, which may need their names.
 AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)
@@ -36,6 +39,19 @@ COUNTS = re.compile(r"\bcount\s*\(\s*(?!\*|distinct\b)", re.IGNORECASE)  # a COU
 
 
 async def fitted(
+    deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
+) -> tuple[str, list[str]]:
+    """`_fitted`, or the query as written when a rule cannot read it: the text is bounded before
+    any rule runs (`checker.bounds`), so a RecursionError here is a rule's own recursion, and
+    the checker, which reads every query iteratively, says what is wrong with the query."""
+    try:
+        return await _fitted(deps, context, question, query, catalog)
+    except RecursionError:
+        log.warning("a rewrite rule could not read a query of %d characters; it runs as written", len(query))
+        return query, []
+
+
+async def _fitted(
     deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
 ) -> tuple[str, list[str]]:
     """The query with its shape fitted to the question (tools/shape.py), a filter on one end of
@@ -114,7 +130,7 @@ def data_change(query: str) -> str:
     """The keyword of a statement that changes data ("DELETE", "DROP", ...), else ""."""
     try:
         tree = sqlglot.parse_one(query)
-    except sqlglot.errors.SqlglotError:
+    except (sqlglot.errors.SqlglotError, RecursionError):
         return ""
     return next((word for kind, word in CHANGES.items() if isinstance(tree, kind)), "")
 
@@ -128,7 +144,10 @@ async def mended(
     when a mend rule changes it and the checker accepts the result; else {}."""
     if not deps.mend:
         return {}
-    found = mend(query, catalog, question)
+    try:
+        found = mend(query, catalog, question)
+    except RecursionError:  # see `fitted`
+        return {}
     if not found.changes:
         return {}
     query, fits = await fitted(deps, context, question, found.query, catalog)

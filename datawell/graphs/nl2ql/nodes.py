@@ -21,6 +21,7 @@ from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
+from datawell.tools.checker.bounds import bound
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import names_left_out, where_stored
@@ -179,6 +180,7 @@ async def vote_on_candidates(
     queries = [d.query.strip() for d in drafts if d is not None and d.query.strip()]
 
     async def run_one(query: str) -> QueryResult:
+        bound(query, deps.caps)  # issue 51: before any rule parses it
         query, _ = await fitted(deps, context, question, query)
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)  # as the check node does
         return await deps.tools.run(context.caller, context.namespace, prepared)
@@ -234,6 +236,11 @@ def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
 
 async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
     context = runtime.context
+    try:
+        bound(state["draft"], deps.caps)  # issue 51: measured before any rule below parses it
+    except QueryError as exc:  # told without the query: it may be as long as the limit allows
+        told = {"feedback": blind_feedback(exc), "blind_feedback": blind_feedback(exc)}
+        return settle(state, told | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
     update: dict[str, Any] = {}
     # --- issue 27: the query fitted to the question and the data before it is prepared ---
     if state["draft"].strip() != state.get("verified"):  # a verified example's query runs as it was verified

@@ -31,6 +31,11 @@ REVERSE_FUNCTION = "__dw_reverse"
 # LIKE takes time proportional to the string's length times the pattern's, and PostgreSQL's
 # statement_timeout does not stop it: patterns are kept this short (SQLite's limit too).
 PATTERN_CHARS = 200
+# PostgreSQL: functions the service creates in its schema (`sandbox/postgres.py`) to keep one
+# value under the row size: a text or array a query builds, and the two aggregates that grow one.
+CAPPED_FUNCTION = "__dw_capped"
+STRING_AGG_FUNCTION = "__dw_string_agg"
+ARRAY_AGG_FUNCTION = "__dw_array_agg"
 CTE_PREFIX = "__dw_cte"  # every CTE runs under this name plus its number
 # Tables the databases hold besides datasets: row tables and staging tables, the stores' own
 # catalogues, and the metadata (here, LangGraph's checkpointer and Alembic's version table).
@@ -107,10 +112,17 @@ def taken_name(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Caps:
-    """What one query may ask of the database, checked before it runs (settings
-    `query_max_nesting`, `query_max_built_chars`, `query_max_semantic`)."""
+    """What one query may ask of the database, checked before it runs: the first five on its
+    text before any parse (`bounds`), the rest on the parsed tree (settings `query_max_chars`,
+    `query_max_ctes`, `query_max_selects`, `query_max_joins`, `query_max_nesting`,
+    `query_max_expanded`, `query_max_built_chars`, `query_max_semantic`)."""
 
+    chars: int = 50_000  # longest query text
+    ctes: int = 32  # CTEs (WITH name AS (...))
+    selects: int = 64  # SELECTs: the query, its subqueries, CTE bodies and UNION arms
+    joins: int = 32  # JOINs
     nesting: int = 100  # deepest nesting of expressions, parentheses, NOT and subqueries
+    expanded: int = 256  # query blocks once every CTE is copied into each place that reads it
     built_chars: int = 10_000  # longest string lpad()/rpad() may be asked for
     semantic: int = 10  # semantic() calls in one query
 

@@ -20,7 +20,7 @@ from datawell.tools.checker.allowed import (
 )
 from datawell.tools.checker.columns import ColumnChecker, name_outputs, scopes_of, source_of
 from datawell.tools.checker.dates import date_misuse, day_differences, period_equalities
-from datawell.tools.checker.dialects import adapt, sqlite_function_for
+from datawell.tools.checker.dialects import adapt, cap_growing_values, sqlite_function_for
 from datawell.tools.checker.semantic import Semantic
 
 
@@ -46,6 +46,8 @@ def compile_query(
     dataset, kinds = _mark_rows(tree, scopes, by_physical, resolved, semantic)
     _cap(tree, row_cap)
     adapt(parsed.adaptable, target)
+    if target == "postgres":
+        cap_growing_values(tree)
     sql = tree.sql(dialect=DIALECTS[target], copy=False, identify=True, comments=False)
     read = list({t.physical: t for t in by_physical.values()}.values())
     if dataset is None and len(read) == 1:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from datawell.tools.checker.allowed import (
+    ARRAY_AGG_FUNCTION,
+    CAPPED_FUNCTION,
     INITCAP_FUNCTION,
     LPAD_FUNCTION,
     REVERSE_FUNCTION,
     RPAD_FUNCTION,
+    STRING_AGG_FUNCTION,
     STRPTIME_FUNCTION,
 )
 
@@ -177,3 +180,26 @@ def adapt(nodes: list[exp.Expr], target: str) -> None:
         adapted = adapt(node)
         if adapted is not node:
             node.replace(adapted)
+
+
+# Expressions whose value can be longer than any of their arguments: inside a recursive CTE
+# each pass can double it (`s || s`), and an aggregate grows with every row.
+_GROWING = (exp.DPipe, exp.Concat, exp.ConcatWs, exp.Replace)
+
+
+def cap_growing_values(tree: exp.Query) -> None:
+    """PostgreSQL: every value a query builds passes through a function that refuses one
+    longer than the row size, where SQLite's length limit already does (issue 51: one
+    `s || s` reached 1.5 GB in one backend, one `string_agg` 966 MB). string_agg and
+    array_agg become aggregates that check their state as it grows."""
+    for node in list(tree.find_all(*_GROWING)):
+        node.replace(exp.Anonymous(this=CAPPED_FUNCTION, expressions=[node.copy()]))
+    for aggregate in list(tree.find_all(exp.GroupConcat)):
+        value, separator = aggregate.this, aggregate.args.get("separator") or exp.Literal.string(",")
+        if isinstance(value, exp.Order):  # string_agg(x, sep ORDER BY y): the order follows the last argument
+            arguments = [value.this, exp.Order(this=separator, expressions=value.expressions)]
+        else:
+            arguments = [value, separator]
+        aggregate.replace(exp.Anonymous(this=STRING_AGG_FUNCTION, expressions=arguments))
+    for array in list(tree.find_all(exp.ArrayAgg)):
+        array.replace(exp.Anonymous(this=ARRAY_AGG_FUNCTION, expressions=[array.this]))

@@ -13,7 +13,6 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
-from sqlglot.tokens import Token, TokenType
 
 from datawell.errors import QueryError, SubError
 from datawell.tools.checker.allowed import (
@@ -36,9 +35,7 @@ from datawell.tools.checker.allowed import (
     refuse,
     taken_name,
 )
-
-_OPENS = {TokenType.L_PAREN: TokenType.R_PAREN, TokenType.L_BRACKET: TokenType.R_BRACKET, TokenType.CASE: TokenType.END}
-_CLOSES = set(_OPENS.values())
+from datawell.tools.checker.bounds import bound, expansion, limited
 
 
 def parse(text: str, caps: Caps = DEFAULT_CAPS) -> ParsedQuery:
@@ -46,11 +43,11 @@ def parse(text: str, caps: Caps = DEFAULT_CAPS) -> ParsedQuery:
     if not text.strip():
         raise refuse("the query is empty", "empty_query")
     dialect = DIALECTS[QL_DIALECT]
+    tokens = bound(text, caps)  # before anything recursive or superlinear reads it
     try:
-        tokens = dialect.tokenize(text)
-        _refuse_deep_nesting(tokens, caps.nesting)
+        tokens = tokens or dialect.tokenize(text)
         statements = [s for s in dialect.parser().parse(tokens, text) if s is not None]
-    except RecursionError:  # something nests that `_refuse_deep_nesting` does not count
+    except RecursionError:  # something nests that `bound` does not count
         raise refuse("the query nests too deeply to be read", "nesting_limit") from None
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
@@ -75,26 +72,6 @@ def parse(text: str, caps: Caps = DEFAULT_CAPS) -> ParsedQuery:
     return _Survey(text, tree, caps).parsed()
 
 
-def _refuse_deep_nesting(tokens: list[Token], most: int) -> None:
-    """The parser recurses once per level of parentheses, CASE and NOT, and runs out of stack a
-    few hundred levels down: count the levels in the tokens, before it does."""
-    open_: list[TokenType] = []
-    nots = deepest = 0
-    for token in tokens:
-        kind = token.token_type
-        if kind in _OPENS:
-            open_.append(_OPENS[kind])
-        elif kind in _CLOSES and open_:
-            open_.pop()
-        nots = nots + 1 if kind == TokenType.NOT else 0
-        deepest = max(deepest, len(open_) + nots)
-    if deepest > most:
-        raise refuse(
-            f"the query nests {deepest} levels deep (parentheses, subqueries, CASE and NOT); the limit is {most}",
-            "nesting_limit",
-        )
-
-
 class _Survey:
     """One walk over the tree: refuse what is not allowed, note what compiling needs, and fold
     unquoted names to lower case (PostgreSQL's rule, applied on every store)."""
@@ -115,6 +92,7 @@ class _Survey:
         if self.problems:
             raise QueryError("the query uses something that is not allowed", sub_errors=list(self.problems.values()))
         ctes = _table_scopes(self.tree)
+        self._within_expansion(ctes)
         tables = [(t, ref) for t, ref in self.tables if id(t) not in ctes]
         names = [c.alias for c in self.tree.find_all(exp.CTE)]
         _rename_ctes(self.tree, ctes)
@@ -197,6 +175,23 @@ class _Survey:
             or (isinstance(node, exp.EQ | exp.NEQ) and isinstance(node.expression, exp.Any | exp.All))
         ):
             self.adaptable.append(node)
+
+    def _within_expansion(self, ctes: dict[int, exp.CTE]) -> None:
+        """SQLite plans a CTE once per place that reads it, copies within copies: refuse a
+        query whose copies pass `caps.expanded` (`bounds.expansion`)."""
+        reads: dict[int, list[int]] = {}
+        for table in self.tree.find_all(exp.Table):
+            if id(table) in ctes:
+                reader = table.find_ancestor(exp.CTE)
+                reads.setdefault(id(reader) if reader is not None else 0, []).append(id(ctes[id(table)]))
+        blocks = expansion(reads, 0)
+        if blocks > self.caps.expanded:
+            raise limited(
+                "expansion_limit",
+                "query_max_expanded",
+                f"the query reads its CTEs so often that it expands to {blocks:,} query blocks; "
+                f"the limit is {self.caps.expanded}",
+            )
 
     def _pad_within_cap(self, node: exp.Pad) -> bool:
         """A literal length past the cap is refused; any other length is clamped to it, so one

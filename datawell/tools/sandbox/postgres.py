@@ -15,21 +15,63 @@ docs/query-language.md). Query roles then cannot leave the role a query runs as.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from datawell.tools.checker.allowed import ARRAY_AGG_FUNCTION, CAPPED_FUNCTION, STRING_AGG_FUNCTION
 from datawell.tools.sandbox import Fetched, Limits, Refusal, Statement, Turns, collect
 
+log = logging.getLogger(__name__)
+
 SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
+GRACE = 1.0  # seconds a statement may run past its time limit before its backend is stopped
+ACTIVE = "SELECT state = 'active' FROM pg_catalog.pg_stat_activity WHERE pid = $1"
 # Run once per database at start. The catalogues list every tenant's tables, columns and roles;
 # the planner and executor read them without privilege checks, so queries work without them.
 _CLOSE_HATCHES = (
     f"REVOKE EXECUTE ON FUNCTION {SET_CONFIG} FROM PUBLIC",
     "REVOKE SELECT ON ALL TABLES IN SCHEMA pg_catalog, information_schema FROM PUBLIC",
 )
+
+
+def value_caps(schema: str, most: int) -> str:
+    """The functions `checker.dialects.cap_growing_values` calls, in the service's schema (on
+    the query roles' search path; PUBLIC may execute a new function): each refuses a value of
+    more than `most` bytes with program_limit_exceeded, which `_refusal` reads as a size limit."""
+    s = f'"{schema}"'
+    refuse = f"RAISE EXCEPTION 'a value is longer than {most} bytes' USING ERRCODE = 'program_limit_exceeded'"
+    return f"""
+CREATE OR REPLACE FUNCTION {s}.{CAPPED_FUNCTION}(value text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN IF octet_length(value) > {most} THEN {refuse}; END IF; RETURN value; END $$;
+CREATE OR REPLACE FUNCTION {s}.{CAPPED_FUNCTION}(value anyarray) RETURNS anyarray
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN IF pg_column_size(value) > {most} THEN {refuse}; END IF; RETURN value; END $$;
+CREATE OR REPLACE FUNCTION {s}.{STRING_AGG_FUNCTION}_step(state text, value text, separator text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF value IS NULL THEN RETURN state; END IF;
+  state := CASE WHEN state IS NULL THEN value ELSE state || coalesce(separator, '') || value END;
+  IF octet_length(state) > {most} THEN {refuse}; END IF;
+  RETURN state;
+END $$;
+CREATE OR REPLACE AGGREGATE {s}.{STRING_AGG_FUNCTION}(text, text) (SFUNC = {s}.{STRING_AGG_FUNCTION}_step, STYPE = text);
+CREATE OR REPLACE FUNCTION {s}.{ARRAY_AGG_FUNCTION}_step(state anycompatiblearray, value anycompatible)
+RETURNS anycompatiblearray LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  state := array_append(state, value);
+  IF pg_column_size(state) > {most} THEN {refuse}; END IF;
+  RETURN state;
+END $$;
+CREATE OR REPLACE AGGREGATE {s}.{ARRAY_AGG_FUNCTION}(anycompatible)
+  (SFUNC = {s}.{ARRAY_AGG_FUNCTION}_step, STYPE = anycompatiblearray);
+"""
 
 
 class PostgresSandbox:
@@ -76,6 +118,9 @@ class PostgresSandbox:
             self.schema = me["schema"]
             self.prefix = role_prefix(me["database"])
             self.superuser = me["rolsuper"]
+            async with pg.transaction():  # one service at a time replaces them
+                await pg.execute("SELECT pg_advisory_xact_lock(hashtext('datawell value caps'))")
+                await pg.execute(value_caps(self.schema, self.limits.row_bytes))
 
     async def _role(self, tables: Sequence[str]) -> str:
         key = tuple(sorted(set(tables)))
@@ -115,6 +160,7 @@ class PostgresSandbox:
     async def _run(self, statement: Statement) -> Fetched:
         import asyncpg
 
+        stopped: list[str] = []
         try:
             role = await self._role(statement.tables)
             # temp_file_limit is a superuser's setting: set before the role switch, or by an
@@ -122,23 +168,55 @@ class PostgresSandbox:
             temp = f"SET LOCAL temp_file_limit = '{self.limits.temp_file_mb}MB'; " if self.superuser else ""
             async with self.engine.connect() as connection:
                 pg: Any = (await connection.get_raw_connection()).driver_connection
-                # One round trip opens the transaction and sets it up; it is rolled back, never committed.
-                await pg.execute(
-                    f'BEGIN READ ONLY; {temp}SET LOCAL ROLE "{role}"; '
-                    f"SET LOCAL statement_timeout = {max(1, int(statement.seconds * 1000))}; "
-                    f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
-                    f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
-                )
+                watchdog = asyncio.create_task(self._watch(pg.get_server_pid(), statement.seconds, stopped))
                 try:
+                    # One round trip opens the transaction and sets it up; it is rolled back, never committed.
+                    # statement_timeout covers parsing and planning too (they run within the statement).
+                    await pg.execute(
+                        f'BEGIN READ ONLY; {temp}SET LOCAL ROLE "{role}"; '
+                        f"SET LOCAL statement_timeout = {max(1, int(statement.seconds * 1000))}; "
+                        f"SET LOCAL work_mem = '{self.limits.work_mem_mb}MB'; "
+                        f'SET LOCAL search_path = pg_catalog, "{self.schema}"'
+                    )
                     prepared = await pg.prepare(statement.sql)
                     columns = [a.name for a in prepared.get_attributes()]
                     cursor = await prepared.cursor(*statement.parameters)
                     records, cut = await collect(cursor.fetch, self.limits)
-                finally:
                     await pg.execute("ROLLBACK")
+                except BaseException:
+                    if stopped or pg.is_closed():  # its backend was stopped: never hand it out again
+                        await connection.invalidate()
+                    else:
+                        with contextlib.suppress(Exception):
+                            await pg.execute("ROLLBACK")
+                    raise
+                finally:
+                    watchdog.cancel()
             return Fetched(columns, records, cut)
         except asyncpg.PostgresError as exc:
             raise _refusal(exc) from None
+        except (asyncpg.InterfaceError, OSError) as exc:
+            if stopped:
+                raise Refusal(f"the query was stopped after {statement.seconds:g} s", "time") from None
+            raise Refusal(f"the connection to the database failed ({type(exc).__name__})") from None
+
+    async def _watch(self, pid: int, seconds: float, stopped: list[str]) -> None:
+        """The backend running a statement, stopped if it is still at work `GRACE` seconds past
+        its time limit: statement_timeout is only read where PostgreSQL checks for interrupts,
+        which some planning and some functions do not. Cancelled first, then terminated, and
+        each step confirmed from another connection; a backend that outlives both is logged."""
+        await asyncio.sleep(seconds + GRACE)
+        async with self.engine.connect() as connection:
+            admin: Any = (await connection.get_raw_connection()).driver_connection
+            stopped.append("cancel")
+            await admin.fetchval("SELECT pg_cancel_backend($1)", pid)
+            for _ in range(int(GRACE / 0.1)):
+                await asyncio.sleep(0.1)
+                if not await admin.fetchval(ACTIVE, pid):
+                    return
+            stopped.append("terminate")
+            if not await admin.fetchval("SELECT pg_terminate_backend($1, $2)", pid, int(GRACE * 1000)):
+                log.error("PostgreSQL backend %d ran past its query's time limit and could not be stopped", pid)
 
     async def close(self) -> None:
         return None
@@ -169,6 +247,11 @@ def _refusal(exc: Exception) -> Refusal:
     lowered = message.lower()
     if "statement timeout" in lowered:
         return Refusal(message, "time")
-    if "out of memory" in lowered or "invalid memory alloc" in lowered or "temp_file_limit" in lowered:
+    if (
+        "out of memory" in lowered
+        or "a value is longer than" in lowered
+        or "invalid memory alloc" in lowered
+        or "temp_file_limit" in lowered
+    ):
         return Refusal(message, "size")
     return Refusal(message)
