@@ -1,0 +1,150 @@
+"""Issue 51's attacks against one real server: how fast each is refused, what the server's
+memory is after them, and how `/health` answers meanwhile, against `/health` with no attack
+measured in the same run (the peer).
+
+    .venv/bin/python -m bench.hostile                      # SQLite, 3 rounds of every attack
+    .venv/bin/python -m bench.hostile --database-url postgresql+asyncpg://postgres@127.0.0.1:5432/dw_bench
+    .venv/bin/python -m bench.hostile --rounds 5 --out docs/bench/hostile-DATE.txt
+
+The server is `tests.agents.serve_fakes` (uvicorn, the real query tools, scripted runs) on a
+free loopback port and a fresh data folder; the attacks go through MCP `run_query`, as the
+outside attack sent them. A PostgreSQL database given by URL must exist and be empty.
+Never run by the test suite; print and keep `uptime`'s load beside the figures."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.agents.test_server_process import free_port, stop
+from tests.api.test_hostile_queries import DOUBLING, GROWING_AGGREGATE, cte_chain, deep, short_cte_chain, tool_call
+from tests.client.conftest import REPO, server_env, start
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+ATTACKS = {
+    "ctes-5000": cte_chain(5_000),
+    "ctes-8000": cte_chain(8_000),
+    "ctes-20000": cte_chain(20_000),
+    "ctes-2000-short": short_cte_chain(2_000),
+    "depth-500": deep(500),
+    "depth-5000": deep(5_000),
+    "s||s doubling": DOUBLING,
+    "string_agg growth": GROWING_AGGREGATE,
+}
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def health_times(url: str, stop_at: threading.Event, into: list[float]) -> None:
+    with httpx.Client(timeout=30) as client:
+        while not stop_at.is_set():
+            started = time.perf_counter()
+            client.get(f"{url}/health")
+            into.append(time.perf_counter() - started)
+            time.sleep(0.05)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def polled(url: str, seconds: float) -> list[float]:
+    """/health every 50 ms for `seconds`, with nothing else running: the peer."""
+    times: list[float] = []
+    done = threading.Event()
+    thread = threading.Thread(target=health_times, args=(url, done, times))
+    thread.start()
+    time.sleep(seconds)
+    done.set()
+    thread.join()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    lines = [f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}"]
+    with tempfile.TemporaryDirectory() as folder:
+        port = free_port()
+        env = server_env(Path(folder) / "data", port)
+        if args.database_url:
+            env["DATAWELL_DATABASE_URL"] = args.database_url
+        url = f"http://127.0.0.1:{port}"
+        process = start([sys.executable, "-m", "tests.agents.serve_fakes", str(port)], env, url)
+        try:
+            datawell = [sys.executable, "-m", "datawell"]
+            run_env = {**os.environ, **env}
+            subprocess.run(
+                [*datawell, "users", "create", "demo"], cwd=REPO, env=run_env, check=True, capture_output=True
+            )
+            token = subprocess.run(
+                [*datawell, "token", "issue", "demo"], cwd=REPO, env=run_env, check=True, capture_output=True, text=True
+            ).stdout.strip()
+            headers = {"Authorization": f"Bearer {token}", **MCP_HEADERS}
+            with httpx.Client(timeout=120) as client:
+                client.post(
+                    f"{url}/api/v1/ingest/new/shop/orders",
+                    json={"dataDescription": "Orders", "schemaDefinition": {"product": "Product"}},
+                    headers=headers,
+                ).raise_for_status()
+                ask = tool_call("run_query", {"namespace": "shop", "query": "SELECT 1 AS x"})
+                client.post(f"{url}/api/v1/mcp", json=ask, headers=headers).raise_for_status()
+                peer = polled(url, 5)
+                before = resident_mb(process.pid)
+                took: dict[str, list[float]] = {name: [] for name in ATTACKS}
+                answers: dict[str, str] = {}
+                during: list[float] = []
+                done = threading.Event()
+                watcher = threading.Thread(target=health_times, args=(url, done, during))
+                watcher.start()
+                for _ in range(args.rounds):
+                    for name, query in ATTACKS.items():
+                        call = tool_call("run_query", {"namespace": "shop", "query": query})
+                        started = time.perf_counter()
+                        response = client.post(f"{url}/api/v1/mcp", json=call, headers=headers)
+                        took[name].append(time.perf_counter() - started)
+                        answers[name] = response.text.split('"text":"', 1)[-1][:90]
+                done.set()
+                watcher.join()
+                after = resident_mb(process.pid)
+        finally:
+            stop(process)
+    store = "postgresql" if args.database_url else "sqlite"
+    lines.append(f"store: {store}; rounds: {args.rounds}; attacks through MCP run_query")
+    for name, seconds in took.items():
+        lines.append(
+            f"  {name:18} median {statistics.median(seconds):6.3f} s  max {max(seconds):6.3f} s  {answers[name]}"
+        )
+    lines.append(f"resident memory: {before:.0f} MB before, {after:.0f} MB after ({after - before:+.0f} MB)")
+    p99_peer, p99_during = percentile(peer, 0.99), percentile(during, 0.99)
+    lines.append(
+        f"/health p50 {percentile(during, 0.5) * 1000:.1f} ms, p99 {p99_during * 1000:.1f} ms during the attacks "
+        f"({len(during)} polls); alone p50 {percentile(peer, 0.5) * 1000:.1f} ms, p99 {p99_peer * 1000:.1f} ms "
+        f"({len(peer)} polls); p99 ratio {p99_during / p99_peer:.2f}"
+    )
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
