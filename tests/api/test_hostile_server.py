@@ -5,6 +5,7 @@ where it was, and /health keeps answering while they arrive."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 import time
@@ -31,6 +32,12 @@ ATTACKS = {
     "doubling": DOUBLING,
     "string_agg": GROWING_AGGREGATE,
 }
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's user and system CPU time (`/proc/PID/stat` fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def resident_mb(pid: int) -> float:
@@ -135,23 +142,25 @@ def test_attacks_are_refused_in_time_and_leave_memory_and_health_as_they_were(se
         )
         assert warm.status_code == 200
         before = resident_mb(pid)
-        took: dict[str, float] = {}
+        took: dict[str, tuple[float, float]] = {}  # the server's CPU seconds, and wall seconds
         with HealthWatch(live.url) as health:
             for name, query in ATTACKS.items():
-                started = time.monotonic()
+                cpu, started = cpu_seconds(pid), time.monotonic()
                 response = client.post(
                     f"{live.url}/api/v1/mcp",
                     json=tool_call("run_query", {"namespace": "shop", "query": query}),
                     headers=headers,
                 )
-                took[name] = time.monotonic() - started
+                took[name] = (cpu_seconds(pid) - cpu, time.monotonic() - started)
                 assert response.status_code == 200, response.text
                 assert '"isError":true' in response.text.replace(" ", ""), (name, response.text[:300])
                 assert "INTERNAL_ERROR" not in response.text
         after = resident_mb(pid)
-    slow = {name: round(seconds, 2) for name, seconds in took.items() if seconds > 2}
-    assert not slow, f"refused after more than 2 s: {slow}"
+    # CPU time, which a shared machine's load does not inflate; wall time bounded loosely.
+    slow = {name: (round(cpu, 2), round(wall, 2)) for name, (cpu, wall) in took.items() if cpu > 2 or wall > 10}
+    assert not slow, f"(CPU s, wall s) past 2 s of CPU or 10 s: {slow}"
     assert after - before < 100, f"resident memory {before:.0f} MB before the attacks, {after:.0f} MB after"
     assert health.times, "/health was never answered"
     # A loose bound, under a shared CI machine's load; bench/hostile.py measures the p99.
-    assert max(health.times) < 1.0, f"/health took {max(health.times):.2f} s during the attacks"
+    # (before issue 51 one attack held it 9 s).
+    assert max(health.times) < 2.0, f"/health took {max(health.times):.2f} s during the attacks"
