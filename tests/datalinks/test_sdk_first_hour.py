@@ -5,6 +5,10 @@ upload: test_sdk.py's multipart tests)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+import textwrap
 import uuid
 
 import httpx
@@ -12,6 +16,7 @@ from datalinks import _operations as ops
 from datalinks._client import call_operation
 from datalinks._generated.models import AutoRagRequest, CallerContext, CallerContextFact, CallerContextTurn
 
+from tests.client.conftest import REPO
 from tests.datalinks.conftest import Server
 from tests.datalinks.test_sdk import PRODUCTS, fresh
 from tests.fake_runs import ANSWER
@@ -31,6 +36,17 @@ def test_the_bare_origin_and_the_api_v1_host_reach_the_same_data(server: Server)
     refused = [httpx.get(f"{host}/data/alice/hour/{name}", headers=bob) for host in (server.host, server.prefixed)]
     assert [r.status_code for r in refused] == [403, 403]  # alice's namespace, bob has no grant
     assert refused[0].json() == refused[1].json() and refused[0].json()["error_code"] == "FORBIDDEN"
+
+
+def test_the_readmes_sdk_example_runs_as_written(server: Server) -> None:
+    readme = (REPO / "README.md").read_text()
+    found = re.search(r"\*\*DataLinks SDK\*\*.*?```python\n(.*?)```", readme, re.DOTALL)
+    assert found, "README.md shows the SDK's configuration in a python block"
+    code = textwrap.dedent(found.group(1)).replace("http://127.0.0.1:8000", server.host)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, {"token": server.alice})
+    assert printed.getvalue() == "[{'brand': 'Braun', 'price': 90}]\n"
 
 
 def test_autorag_with_the_sdks_request_model_and_specs_shape(server: Server) -> None:
