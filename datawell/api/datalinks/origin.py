@@ -5,8 +5,8 @@ its `.env.example` with `/api/v1`; both forms work here. A root request for one 
 calls (`SDK_CALLS`: method and path, nothing else) is rewritten to the same request under
 `/api/v1` before anything else sees it, so authentication, error bodies, tenant checks,
 limits, metrics and the console's cookie rules are the API's own by construction: there is
-one route table, not a second copy that could drift (docs/decisions.md, "The SDK's bare
-origin").
+one route table, not a second copy that could drift (docs/decisions.md, "The DataLinks SDK's
+bare origin").
 
 The web console also lives at the root. Where one of its pages and an SDK call match the same
 request, the more specific path wins, as in most routers: a literal segment beats a parameter
