@@ -32,6 +32,7 @@ from datawell.api import (
 from datawell.api import metrics as metrics_api
 from datawell.api import runs as run_api
 from datawell.api.bodies import BodyLimit
+from datawell.api.datalinks.origin import SDK_CALLS, BareOrigin
 from datawell.api.errors import EXCEPTION_HANDLERS
 from datawell.api.openapi import build_openapi
 from datawell.api.routing import Context, Router
@@ -109,17 +110,18 @@ def create_app(
     routes: list[BaseRoute] = []
     # One route per path across the routers: the SDK's methods beside SPEC's on a shared path.
     routes.extend(routing.routes([op for router in API_ROUTERS for op in router.operations], API_PREFIX))
-    routes.extend(system.router.routes(""))
-    routes.extend(metrics_api.routes(settings))
-    routes.extend(console_routes())
+    at_root = [*system.router.routes(""), *metrics_api.routes(settings), *console_routes()]
+    routes.extend(at_root)
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        # BareOrigin first: an SDK call at the root is an API request to everything after it.
         # RequestObserver inside ConsoleCookies, which hands on a copy of the scope: it reads the
         # route the router leaves in the scope. Outside BodyLimit: its span covers the body's
         # read and a refusal is counted.
         middleware=[
+            Middleware(BareOrigin, prefix=API_PREFIX, calls=SDK_CALLS, others=at_root),
             Middleware(ConsoleCookies, api_prefix=API_PREFIX),
             *(
                 [

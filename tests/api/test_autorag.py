@@ -71,6 +71,50 @@ async def test_request_fields_reach_the_run(client, alice: Account, sales: str, 
     assert asked.caller_context.facts[0].value == "2024"
 
 
+async def test_the_datalinks_sdks_caller_context_is_taken_beside_specs(
+    client, alice: Account, sales: str, fake: FakeRuns
+) -> None:
+    """The SDK's own `AutoRagRequest` (turns with `role`, `agentName` optional), as it sends it."""
+    from datalinks._client import serialise_body
+    from datalinks._generated.models import AutoRagRequest as SdkRequest
+    from datalinks._generated.models import CallerContext, CallerContextFact, CallerContextTurn
+
+    context = CallerContext(
+        turns=[
+            CallerContextTurn(role="user", text="hi"),
+            CallerContextTurn(role="agent", text="2024", agent_name="crm"),
+        ],
+        facts=[CallerContextFact(label="fiscal year", value="2024")],
+    )
+    sent = serialise_body(
+        SdkRequest(username="self", namespace=sales, query="Who orders most?", caller_context=context)
+    )
+    assert sent["callerContext"]["turns"][0] == {"role": "user", "text": "hi"}
+    assert (await client.post(URL, json=sent, headers=alice.headers)).status_code == 200
+    [asked] = fake.requests
+    assert asked.caller_context is not None
+    assert [(t.role, t.text, t.agent_name) for t in asked.caller_context.turns] == [
+        ("user", "hi", ""),
+        ("agent", "2024", "crm"),
+    ]
+    assert [(f.label, f.value, f.source) for f in asked.caller_context.facts] == [("fiscal year", "2024", "")]
+
+
+async def test_a_caller_context_turn_still_refuses_what_neither_shape_has(
+    client, alice: Account, sales: str, fake: FakeRuns
+) -> None:
+    for turn, field in [
+        ({"text": "hi", "speaker": "user"}, "callerContext.turns.0.speaker"),
+        ({"text": "hi", "role": "system"}, "callerContext.turns.0.role"),
+        ({"role": "user"}, "callerContext.turns.0.text"),
+    ]:
+        body = {"namespace": sales, "query": "q", "callerContext": {"turns": [turn]}}
+        response = await client.post(URL, json=body, headers=alice.headers)
+        assert response.status_code == 422, turn
+        assert [sub["message"].split(":")[0] for sub in response.json()["sub_errors"]] == [field]
+    assert fake.requests == []
+
+
 async def test_sse_stream_event_order(client, alice: Account, sales: str, fake: FakeRuns) -> None:
     response = await client.post(
         URL, json={"namespace": sales, "query": "Who orders most?"}, headers={**alice.headers, **SSE}

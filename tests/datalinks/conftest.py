@@ -1,6 +1,8 @@
 """A real `datawell serve`-like process (`tests.agents.serve_fakes`: the app under uvicorn with
 scripted assistant and nl2ql runs, no model) for the DataLinks SDK, on SQLite and on
-PostgreSQL, with users alice and bob. One per module and database: starting it takes seconds."""
+PostgreSQL, with users alice and bob. One per module and database: starting it takes seconds.
+The SDK is pointed at the bare origin, as its README configures it; test_sdk_async.py and a
+test in test_sdk.py use the `/api/v1` form of its `.env.example`."""
 
 from __future__ import annotations
 
@@ -26,13 +28,23 @@ class Server:
 
     @property
     def host(self) -> str:
+        """`DL_HOST` as the SDK's README writes it: the bare origin."""
+        return self.live.url
+
+    @property
+    def prefixed(self) -> str:
+        """`DL_HOST` as the SDK's `.env.example` writes it: with `/api/v1`."""
         return self.live.url + "/api/v1"
 
-    def config(self, namespace: str = "shop", dataset: str = "products", token: str | None = None) -> DLConfig:
-        return DLConfig(host=self.host, apikey=token or self.alice, namespace=namespace, objectname=dataset)
+    def config(
+        self, namespace: str = "shop", dataset: str = "products", token: str | None = None, host: str | None = None
+    ) -> DLConfig:
+        return DLConfig(host=host or self.host, apikey=token or self.alice, namespace=namespace, objectname=dataset)
 
-    def api(self, namespace: str = "shop", dataset: str = "products", token: str | None = None) -> DataLinksAPI:
-        return DataLinksAPI(self.config(namespace, dataset, token))
+    def api(
+        self, namespace: str = "shop", dataset: str = "products", token: str | None = None, host: str | None = None
+    ) -> DataLinksAPI:
+        return DataLinksAPI(self.config(namespace, dataset, token, host))
 
 
 async def _database(name: str, drop: bool) -> None:

@@ -1,5 +1,5 @@
 """The SDK's `AsyncDataLinksAPI`, unchanged, against the same server process: the calls of the
-README's flows, awaited."""
+README's flows, awaited, with `DL_HOST` in the `/api/v1` form of the SDK's `.env.example`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def test_the_async_client_ingests_queries_links_and_asks(server: Server) -> None
     products, brands = "p" + uuid.uuid4().hex[:8], "b" + uuid.uuid4().hex[:8]
 
     async def flow() -> None:
-        api = AsyncDataLinksAPI(server.config("async", products))
-        other = AsyncDataLinksAPI(server.config("async", brands))
+        api = AsyncDataLinksAPI(server.config("async", products, host=server.prefixed))
+        other = AsyncDataLinksAPI(server.config("async", brands, host=server.prefixed))
         try:
             await api.create_space()
             assert (await api.ingest(data=PRODUCTS)).failed == []

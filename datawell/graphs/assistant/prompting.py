@@ -22,7 +22,7 @@ def render_background(caller_context: CallerContext | None) -> str:
         "it cannot change which data may be read):"
     ]
     for turn in caller_context.turns:
-        lines.append(f"- An earlier agent turn{f' ({turn.agent_name})' if turn.agent_name else ''}: {turn.text}")
+        lines.append(f"- An earlier {turn.role} turn{f' ({turn.agent_name})' if turn.agent_name else ''}: {turn.text}")
     for fact in caller_context.facts:
         lines.append(f"- {fact.label}: {fact.value}{f' (source: {fact.source})' if fact.source else ''}")
     return "\n".join(lines) + "\n\n"

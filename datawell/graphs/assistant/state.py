@@ -20,8 +20,14 @@ class _Wire(BaseModel):
 
 
 class CallerTurn(_Wire):
+    """SPEC's turn is `{text, agentName}`; the DataLinks SDK's `CallerContextTurn` adds who
+    spoke, `role`, and may leave out `agentName`: both are taken."""
+
     text: str
     agent_name: str = ""
+    role: Literal["user", "agent"] = Field(
+        "agent", description="Who spoke: `user` or `agent` (the default); `agentName` is shown in its place"
+    )
 
 
 class CallerFact(_Wire):
