@@ -116,7 +116,7 @@ from datawell.tools.coverage import singular
 from datawell.tools.mend import inner_join, key_names
 
 # Words of a question that says what its answer shows ("Give the doctor's name").
-_SHOW = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
+SHOWS = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
@@ -169,39 +169,7 @@ class Shaped:
     changes: list[str]
 
 
-def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
-    """`query` with the slips above mended (see the module); with `show_measure` a ranking's
-    measure is selected whatever the question says."""
-    try:
-        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
-    except sqlglot.errors.SqlglotError:
-        return Shaped(query, [])
-    if not isinstance(tree, exp.Query):
-        return Shaped(query, [])
-    tree, grouped = _group_a_union_per_value(tree)
-    changes = [
-        change
-        for change in (
-            grouped,
-            _drop_unasked_limit(tree, question),
-            _divide_as_fractions(tree),
-            _whole_numbers_asked(tree, question),
-            _select_group_keys(tree),
-            _rows_not_extremes(tree),
-            _rows_once_through_filtering_joins(tree),
-            _skip_key_passing_joins(tree),
-            _period_for_first_day(tree, question),
-            _drop_placeholder_filters(tree, question),
-            _select_ranking_measure(tree) if show_measure or not _SHOW.search(question) else "",
-        )
-        if change
-    ]
-    if not changes:
-        return Shaped(query, [])
-    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
-
-
-def _group_a_union_per_value(tree: exp.Query) -> tuple[exp.Query, str]:
+def group_a_union_per_value(tree: exp.Query) -> tuple[exp.Query, str]:
     """A UNION of the same aggregates of one table, each under a WHERE of one column equal to
     another value, as one query grouped by that column (which says which row is which)."""
     if not isinstance(tree, exp.Union):
@@ -250,7 +218,7 @@ def _asks_for_few(question: str) -> bool:
     return any(word.lower() not in _NOT_SUPERLATIVE for word in _FEW.findall(question))
 
 
-def _drop_unasked_limit(tree: exp.Query, question: str) -> str:
+def drop_unasked_limit(tree: exp.Query, question: str) -> str:
     limit = tree.args.get("limit")
     if limit is None or tree.args.get("offset") is not None or _asks_for_few(question):
         return ""
@@ -261,7 +229,7 @@ def _drop_unasked_limit(tree: exp.Query, question: str) -> str:
     return f"dropped {limit.sql(dialect=DIALECTS[QL_DIALECT])}: the question asks for every row"
 
 
-def _divide_as_fractions(tree: exp.Query) -> str:
+def divide_as_fractions(tree: exp.Query) -> str:
     changed = 0
     for division in list(tree.find_all(exp.Div)):
         dividend, divisor = division.this, division.expression
@@ -278,7 +246,7 @@ _WHOLE = re.compile(r"\b(?:as|to|in)\s+(?:an?\s+)?(?:integers?|whole\s+(?:number
 _INTEGER_TYPES = frozenset(exp.DataType.INTEGER_TYPES)
 
 
-def _whole_numbers_asked(tree: exp.Query, question: str) -> str:
+def whole_numbers_asked(tree: exp.Query, question: str) -> str:
     if not isinstance(tree, exp.Select) or not _WHOLE.search(question):
         return ""
     cast = []
@@ -312,7 +280,7 @@ def _is_fraction(node: exp.Expr) -> bool:
     return False
 
 
-def _select_group_keys(tree: exp.Query) -> str:
+def select_group_keys(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or tree.args.get("group") is None:
         return ""
     selected = tree.expressions
@@ -328,7 +296,7 @@ def _select_group_keys(tree: exp.Query) -> str:
     return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)
 
 
-def _rows_not_extremes(tree: exp.Query) -> str:
+def rows_not_extremes(tree: exp.Query) -> str:
     order = tree.args.get("order")
     if not isinstance(tree, exp.Select) or tree.args.get("group") is not None or order is None:
         return ""
@@ -352,7 +320,7 @@ def _rows_not_extremes(tree: exp.Query) -> str:
     )
 
 
-def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
+def rows_once_through_filtering_joins(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
         return ""
     if any(tree.args.get(part) is not None for part in ("distinct", "group", "having")):
@@ -372,7 +340,7 @@ def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
     return f"each row shown once: the query joins other tables only to filter the rows of {table}"
 
 
-def _skip_key_passing_joins(tree: exp.Query) -> str:
+def skip_key_passing_joins(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or not any(e.find(exp.AggFunc) for e in tree.expressions):
         return ""
     skipped = []
@@ -432,7 +400,7 @@ def asked_periods(question: str) -> set[str]:
     return periods | {year for year in _YEAR.findall(text) if year not in with_month}
 
 
-def _period_for_first_day(tree: exp.Query, question: str) -> str:
+def period_for_first_day(tree: exp.Query, question: str) -> str:
     periods = asked_periods(question)
     changed = []
     for node in list(tree.find_all(exp.EQ)) if periods else []:
@@ -461,7 +429,7 @@ _PLACEHOLDERS = frozenset(["none", "n/a", "na", "null", "nil", "unknown", "-", "
 _NOTHING = re.compile(r"\b(?:no|not|none|without|null|nil|unknown|missing|empty|lacks?|lacking|blank|n/a)\b", re.I)
 
 
-def _drop_placeholder_filters(tree: exp.Query, question: str) -> str:
+def drop_placeholder_filters(tree: exp.Query, question: str) -> str:
     where = tree.args.get("where") if isinstance(tree, exp.Select) else None
     if where is None:
         return ""
@@ -496,7 +464,7 @@ def _said(text: str, words: set[str]) -> bool:
     return any(w[:4] in words for w in re.findall(r"[a-z]{3,}", text.lower()))
 
 
-def _select_ranking_measure(tree: exp.Query) -> str:
+def select_ranking_measure(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
         return ""
     order = tree.args.get("order")
