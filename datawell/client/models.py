@@ -197,11 +197,24 @@ class StageModel(Model):
     provider: str | None = None
 
 
+class QueryChange(Model):
+    """One rewrite rule of the service that changed a query (docs/query-rewrites.md)."""
+
+    rule: str = Field(description="The rule's name")
+    before: str = Field(description="The query before the rule")
+    after: str = Field(description="The query after the rule")
+    reason: str = Field(description="Why, in words")
+
+
 class AutoRagStep(Model):
     instruction: str
     query: str
     reasoning: str
     data: list[dict[str, Any]] = Field(description="The step's result rows")
+    model_query: str = Field("", description="The step's query as written, before the service's rewrite rules")
+    changes: list[QueryChange] = Field(
+        default_factory=list, description="Each rewrite rule that changed the query, in order"
+    )
 
 
 class AutoRagAnswer(Model, title="AutoRagResponse"):

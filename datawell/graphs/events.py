@@ -71,6 +71,9 @@ class StepOutcome(BaseModel):
     query: str
     rows: list[dict[str, Any]]
     error: str | None = None
+    # issue 47: a data step's query as written, and each rule that changed it ({rule, before, after, reason})
+    model_query: str = ""
+    changes: list[dict[str, str]] = Field(default_factory=list)
 
 
 class StepFinished(StepOutcome):
