@@ -7,6 +7,8 @@ from datetime import timedelta
 
 import httpx
 
+from datawell.graphs.assistant.state import PlanOutput
+from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.tables import RunRow, utcnow
@@ -128,3 +130,20 @@ async def test_a_stored_field_the_record_does_not_declare_is_not_served(
     assert run["answer"] == ANSWER
     [summary] = (await client.get("/api/v1/runs", headers=alice.headers)).json()["data"]
     assert "retiredField" not in summary and summary["id"] == run_id
+
+
+async def test_the_record_names_each_rule_that_changed_a_query(
+    client: httpx.AsyncClient, alice: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: the plan's query had a LIMIT the question did not ask for; the record says
+    which rule dropped it, the query before and after, and the stage it ran in."""
+    chat_model.script[:] = [PlanOutput(query=f"{QUERY} LIMIT 10"), ANSWER]
+    run_id = await ask(client, alice, "List what each customer paid")
+
+    run = (await client.get(f"/api/v1/runs/{run_id}", headers=alice.headers)).json()
+
+    assert [(r["rule"], r["before"], r["after"]) for r in run["rewrites"]] == [
+        ("drop_unasked_limit", f"{QUERY} LIMIT 10", QUERY)
+    ]
+    assert run["stages"][run["rewrites"][0]["parent"]]["name"] == "check"
+    assert [q["text"] for q in run["queries"]] == [QUERY]

@@ -13,6 +13,7 @@ from sqlglot import exp
 from datawell.errors import QueryError
 from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext
+from datawell.observability import recorder as recording
 from datawell.tools.catalog import Catalog
 from datawell.tools.literals import Matched, match_literals
 from datawell.tools.names import NameTriage, flagged, query_names, triage
@@ -48,7 +49,15 @@ async def fitted(
     rule reads it, unless the caller, which holds it already, passes it as `catalog`."""
     rules = active(BEFORE_RUN, switched_off(deps))
     done = await rewrite(rules, query, _context(deps, context, question, catalog))
+    recorded(done.changes)
     return done.query, done.changes
+
+
+def recorded(changes: list[Change]) -> None:
+    """The changes on the run's record and trace (one span event a rule), when a run records."""
+    if (recorder := recording.current()) is not None:
+        for change in changes:
+            recorder.rewrote(change.rule, change.before, change.after, change.reason)
 
 
 def in_words(changes: list[Change]) -> list[str]:
@@ -103,6 +112,7 @@ async def mended(
     found: Rewritten = await rewrite(rules, query, _context(deps, context, question, catalog))
     if not found.changes:
         return {}
+    recorded(found.changes)  # applied, whether or not the checker then accepts the mended query
     query, fits = await fitted(deps, context, question, found.query, catalog)
     try:
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)
