@@ -3,6 +3,7 @@ the asker (with prompts), the namespace's owner (without), and nobody else."""
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 
 import httpx
@@ -13,6 +14,7 @@ from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.tables import RunRow, utcnow
 from tests.conftest import Account, make_account
+from tests.console.test_pages import sign_in
 from tests.observability.conftest import ANSWER, QUERY, ask
 
 
@@ -147,3 +149,19 @@ async def test_the_record_names_each_rule_that_changed_a_query(
     ]
     assert run["stages"][run["rewrites"][0]["parent"]]["name"] == "check"
     assert [q["text"] for q in run["queries"]] == [QUERY]
+
+
+async def test_the_console_run_page_shows_each_rewrite_as_a_before_and_after(
+    client: httpx.AsyncClient, alice: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: the run viewer names the rule and marks what it took out of the query."""
+    chat_model.script[:] = [PlanOutput(query=f"{QUERY} LIMIT 10"), ANSWER]
+    run_id = await ask(client, alice, "List what each customer paid")
+    await sign_in(client, alice)
+
+    page = (await client.get(f"/runs/{run_id}")).text
+
+    section = page[page.index("<h2>Query rewrites</h2>") :]
+    assert '<code class="rule">drop_unasked_limit</code> in check' in section
+    assert f'<pre class="before">{html.escape(QUERY, quote=False)} <del>LIMIT 10</del></pre>' in section
+    assert f'<pre class="after">{html.escape(QUERY, quote=False)}</pre>' in section
