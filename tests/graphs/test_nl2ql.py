@@ -316,6 +316,29 @@ async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
     )
 
 
+async def test_a_rule_switched_off_by_name_leaves_the_query_as_written(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: with `drop_unasked_limit` off (DATAWELL_QUERY_RULES_DISABLED), the LIMIT stays."""
+    every = "SELECT city, COUNT(*) AS people FROM customers GROUP BY city"
+    chat_model.script.append(QueryDraft(query=f"{every} LIMIT 10"))
+    tools.rows[f"{every} LIMIT 10"] = [{"city": "Oslo", "people": 2}]
+    settings = services.settings.model_copy(update={"query_rules_disabled": "drop_unasked_limit"})
+
+    run = await Runs(dataclasses.replace(services, settings=settings)).start_nl2ql(
+        AskRequest(shop.user, shop.namespace, "How many customers live in each city?")
+    )
+    events = [event async for event in run.events()]
+
+    assert events[0] == QueryGenerated(
+        query=f"{every} LIMIT 10",
+        reasoning="written by the query model",
+        attempts=1,
+        model_query=f"{every} LIMIT 10",
+        changes=[],
+    )
+
+
 async def test_an_aggregate_asked_per_a_column_is_grouped_and_said(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
