@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from datawell.config import Settings
+from datawell.services import build_services
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog
 from datawell.tools.rewrite.change import Change, Context
@@ -218,3 +220,10 @@ def test_the_rules_table_lists_every_rule_with_its_phase_and_tier() -> None:
     table = (Path(__file__).parents[2] / "docs" / "query-rewrites.md").read_text(encoding="utf-8")
     rows = {m[0]: (m[1], m[2]) for m in re.findall(r"^\| `(\w+)` \| (\w+) \| (\w+) \|", table, re.MULTILINE)}
     assert rows == {name: (rule.phase, rule.tier) for name, rule in RULES.items()}
+
+
+async def test_an_unknown_rule_switched_off_stops_the_service_at_start(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=None, query_rules_disabled="label_rows,no_such_rule")
+    with pytest.raises(ValueError, match=r"unknown query rule\(s\) no_such_rule; the rules are: group_union_per_value"):
+        await build_services(settings)
+    assert not any(tmp_path.iterdir())  # before anything was opened or made
