@@ -10,6 +10,7 @@ from datawell.tools import mend, shape
 from datawell.tools.catalog import Catalog
 from datawell.tools.mend import Mended
 from datawell.tools.rewrite.change import Context, Reads, Rule, Scope, Tier
+from datawell.tools.rewrite.period_for_first_day import period_for_first_day
 
 
 def _tree(body: Callable[[exp.Query], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
@@ -85,7 +86,7 @@ RULES = (
     Rule("skip_key_passing_joins", "before_run", W, (), "tree", _tree(shape.skip_key_passing_joins),
          "under an aggregate, a join that only passes a key along repeats the rows aggregated: dropped",
          case="advising-07"),
-    Rule("period_for_first_day", "before_run", W, (Q,), "tree", _worded(shape.period_for_first_day),
+    Rule("period_for_first_day", "before_run", W, (Q,), "tree", _worded(period_for_first_day),
          "an equality with the first day of the month or year the question names becomes that period"),
     Rule("drop_placeholder_filters", "before_run", W, (Q,), "tree", _worded(shape.drop_placeholder_filters),
          "a filter to a placeholder ('NONE', 'N/A') the question never asks for goes", case="atis-08"),
