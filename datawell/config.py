@@ -161,20 +161,28 @@ class Settings(BaseSettings):
         description="The query writer first names the catalog columns its query uses, constrained to the catalog's names.",
     )
     # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates
+    # issue 47: the rewrite rules by name (docs/query-rewrites.md); the three switches below
+    # are groups of them
+    query_rules_disabled: str = Field(
+        "",
+        description="Query rewrite rules switched off, by name, comma-separated ('all': every rule; "
+        "docs/query-rewrites.md lists them). An unknown name stops the service at start-up.",
+    )
     query_match_literals: bool = Field(
         True,
-        description="Text literals that are not stored values are matched to the column's values before a query runs.",
+        description="The rules match_stored_values and filter_where_stored: text literals that are not stored "
+        "values are matched to the column's values, or read on the column that stores them, before a query runs.",
     )
     query_fit_shape: bool = Field(
         True,
-        description="Before a query runs: a LIMIT the question did not ask for is dropped, divisions give "
-        "fractions, and grouped columns are selected (datawell/tools/shape.py).",
+        description="Every before-run rule but the two of query_match_literals (drop_unasked_limit, "
+        "divide_as_fractions, select_group_keys, ... : docs/query-rewrites.md).",
     )
     query_mend: bool = Field(
         True,
-        description="A refused query whose slip has one sensible reading (a table lacking a column another "
-        "dataset holds, a column read through the wrong alias, Unix seconds in a date function) is mended "
-        "and run without asking the model again (datawell/tools/mend.py).",
+        description="Every on-refusal rule (drop_phantom_joins, near_column_names, swap_tables, ... : "
+        "docs/query-rewrites.md): a refused query whose slip has one sensible reading is mended and run "
+        "without asking the model again.",
     )
     query_refuse_unheld_subject: bool = Field(
         True,

@@ -38,8 +38,20 @@ STEP_ROWS = [
     ],
     [{"customer": "alice", "__metadata": {"score": 0.91, "dataset": "alice/sales/orders"}}],
 ]
+# issue 47: the first step's query as the model wrote it, and the rule that changed it
+WRITTEN = f"{QUERIES[0]} LIMIT 10"
+CHANGES = [
+    {
+        "rule": "drop_unasked_limit",
+        "before": WRITTEN,
+        "after": QUERIES[0],
+        "reason": "dropped LIMIT 10: the question asks for every row",
+    }
+]
 ANSWER = "Alice placed the most orders (2)."
 NL2QL_QUERY = "SELECT customer, total FROM orders WHERE total > 100"
+NL2QL_WRITTEN = f"{NL2QL_QUERY} LIMIT 10"
+NL2QL_CHANGES = [{**CHANGES[0], "before": NL2QL_WRITTEN, "after": NL2QL_QUERY}]
 NL2QL_ROWS = [{"customer": "alice", "total": 120, "__metadata": {"score": 0.8, "dataset": "alice/sales/orders"}}]
 
 
@@ -95,7 +107,13 @@ class CannedRuns(Runs):
             for index, (instruction, query, rows) in enumerate(zip(PLAN, QUERIES, STEP_ROWS, strict=True), 1):
                 yield StepStarted(index=index, instruction=instruction)
                 yield StepFinished(
-                    index=index, instruction=instruction, query=query, reasoning=f"reasoning {index}", rows=rows
+                    index=index,
+                    instruction=instruction,
+                    query=query,
+                    reasoning=f"reasoning {index}",
+                    rows=rows,
+                    model_query=WRITTEN if index == 1 else query,
+                    changes=CHANGES if index == 1 else [],
                 )
             if script.fail == "raise":
                 raise ModelError("the answer model timed out")
@@ -110,7 +128,9 @@ class CannedRuns(Runs):
                 script.closed.set()
 
     async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
-        yield QueryGenerated(query=NL2QL_QUERY, reasoning="totals over 100")
+        yield QueryGenerated(
+            query=NL2QL_QUERY, reasoning="totals over 100", model_query=NL2QL_WRITTEN, changes=NL2QL_CHANGES
+        )
         if self.script.fail == "event":
             yield RunFailed(error=QueryError("no column named 'totl'"))
             return

@@ -95,6 +95,12 @@ class GraphExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
+def rewritten(model_query: str, changes: list[dict[str, str]]) -> dict[str, object]:
+    """Issue 47, beside SPEC's artifact fields: the query as written and each rewrite rule of
+    the service that changed it ({rule, before, after, reason})."""
+    return {"modelQuery": model_query, "changes": changes}
+
+
 async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
     """The run's events as A2A events: artifacts and WORKING updates, then COMPLETED, or FAILED
     with a message a client can show when the run failed."""
@@ -105,7 +111,10 @@ async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
                     await updater.start_work(queued_message(updater, event.position))
                 case QueryGenerated():
                     await updater.add_artifact(
-                        [new_text_part(event.query)], artifact_id=GENERATED_QUERY, name=GENERATED_QUERY
+                        [new_text_part(event.query)],
+                        artifact_id=GENERATED_QUERY,
+                        name=GENERATED_QUERY,
+                        metadata=rewritten(event.model_query, event.changes),
                     )
                 case RowsReady():
                     await updater.add_artifact(
@@ -132,6 +141,8 @@ async def render(run: Run, updater: TaskUpdater, data_parts: bool) -> None:
                     }
                     if event.error:
                         metadata["error"] = event.error
+                    if event.model_query:  # a data step
+                        metadata |= rewritten(event.model_query, event.changes)
                     await updater.add_artifact(
                         [new_text_part(event.query), *rows_parts(event.rows, data_parts)],
                         artifact_id=f"step-{event.index}",

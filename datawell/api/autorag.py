@@ -20,7 +20,7 @@ from datawell.api.errors import error_body
 from datawell.api.routing import Context, Router, named_user
 from datawell.api.schemas import ApiModel
 from datawell.client.models import AutoRagAnswer as AutoRagResponse
-from datawell.client.models import AutoRagStep
+from datawell.client.models import AutoRagStep, QueryChange
 from datawell.graphs.assistant.state import CallerContext
 from datawell.graphs.events import (
     AnswerDelta,
@@ -46,7 +46,7 @@ SSE_EVENTS = """Server-Sent Events, one JSON object in each `data:` line, in thi
 `queued` `{position}` (only while the run waits for the model, before anything else: its place, 1 = next; again each time it changes),
 `run-started` `{conversationId}` (first once the run has a slot; keep the id to continue the conversation),
 `plan` `{text, steps}` (the step instructions),
-per step `step` `{index, instruction, query, reasoning, data, error}` (`data` = the result rows; `error` is set when the step's query failed),
+per step `step` `{index, instruction, query, reasoning, data, error, modelQuery, changes}` (`data` = the result rows; `error` is set when the step's query failed; `modelQuery` is the query as written and `changes` each rewrite rule of the service that changed it, `{rule, before, after, reason}`),
 `answer-delta` `{text}` (answer tokens, when the model streams; `{text, replace: true}` replaces all streamed so far, when the service corrected numbers the rows do not hold),
 `answer` `{text}` (the whole answer),
 `run-finished` `{conversationId}`.
@@ -155,7 +155,14 @@ async def json_answer(run: Run) -> Response:
     if result.failure is not None:
         raise result.failure.error
     steps = [
-        AutoRagStep(instruction=step.instruction, query=step.query, reasoning=step.reasoning, data=step.rows)
+        AutoRagStep(
+            instruction=step.instruction,
+            query=step.query,
+            reasoning=step.reasoning,
+            data=step.rows,
+            model_query=step.model_query,
+            changes=[QueryChange(**change) for change in step.changes],
+        )
         for step in result.steps
     ]
     answer = result.answer.text if result.answer is not None else ""
@@ -190,6 +197,8 @@ def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
                 "reasoning": event.reasoning,
                 "data": event.rows,
                 "error": event.error,
+                "modelQuery": event.model_query,  # issue 47, beside SPEC's fields
+                "changes": event.changes,
             }
             return _sse("step", step)
         case AnswerDelta():

@@ -197,11 +197,24 @@ class StageModel(Model):
     provider: str | None = None
 
 
+class QueryChange(Model):
+    """One rewrite rule of the service that changed a query (docs/query-rewrites.md)."""
+
+    rule: str = Field(description="The rule's name")
+    before: str = Field(description="The query before the rule")
+    after: str = Field(description="The query after the rule")
+    reason: str = Field(description="Why, in words")
+
+
 class AutoRagStep(Model):
     instruction: str
     query: str
     reasoning: str
     data: list[dict[str, Any]] = Field(description="The step's result rows")
+    model_query: str = Field("", description="The step's query as written, before the service's rewrite rules")
+    changes: list[QueryChange] = Field(
+        default_factory=list, description="Each rewrite rule that changed the query, in order"
+    )
 
 
 class AutoRagAnswer(Model, title="AutoRagResponse"):
@@ -364,6 +377,18 @@ class QueryRecord(Model):
     error: str | None = None
 
 
+class RewriteRecord(Model):
+    """A rewrite rule of the service that changed a query during the run (issue 47;
+    docs/query-rewrites.md), in the stage it ran in."""
+
+    rule: str
+    before: str
+    after: str
+    reason: str
+    parent: int | None = None  # index of the stage the rule ran in
+    start: float = 0.0
+
+
 class RunRecord(Model):
     """One run's record: its stages, model calls (tokens, seconds; prompts for the asker),
     queries (text, row count, error), answer and outcome; times are seconds from its start."""
@@ -384,6 +409,8 @@ class RunRecord(Model):
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: list[ModelCallRecord] = Field(default_factory=list)
     queries: list[QueryRecord] = Field(default_factory=list)
+    # every rule that changed a query, in order (a voting run's losing candidates' too)
+    rewrites: list[RewriteRecord] = Field(default_factory=list)
 
     def tokens(self) -> dict[str, int]:
         return {

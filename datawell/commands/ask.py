@@ -67,6 +67,8 @@ def print_run(events: Iterable[tuple[str, dict[str, Any]]]) -> str:
                 typer.echo(f"  {number}. {step}")
         elif name == "step":
             typer.echo(f"\nstep {data.get('index')}: {data.get('query') or data.get('error')}")
+            for line in change_lines(data.get("changes") or []):
+                typer.echo(f"  {line}")
             rows = data.get("data") or []
             for line in rows_table(rows[:SHOWN_ROWS]) if rows else []:
                 typer.echo(f"  {line}")
@@ -81,6 +83,19 @@ def print_run(events: Iterable[tuple[str, dict[str, Any]]]) -> str:
         elif name == "answer":
             typer.echo("" if streamed else f"\nA: {data.get('text', '')}")
     return conversation_id
+
+
+def change_lines(changes: list[dict[str, str]]) -> list[str]:
+    """Each rewrite rule of the service that changed the query (issue 47): its name and the
+    query before and after it."""
+    lines = []
+    for change in changes:
+        lines += [
+            f"rule {change.get('rule')}: {change.get('reason')}",
+            f"  before: {change.get('before')}",
+            f"  after:  {change.get('after')}",
+        ]
+    return lines
 
 
 def ask_locally(question: str, namespace: str, user: str | None, model: str | None, provider: str | None) -> None:
@@ -98,6 +113,8 @@ def ask_locally(question: str, namespace: str, user: str | None, model: str | No
     for event in run(work):
         if isinstance(event, QueryGenerated):
             typer.echo(event.query)
+            for line in change_lines(event.changes):
+                typer.echo(f"  {line}")
             typer.echo("")
         elif isinstance(event, RowsReady):
             for line in rows_table(event.rows):

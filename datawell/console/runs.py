@@ -1,10 +1,12 @@
 """Runs: the recorded runs the user may see (theirs, and those in namespaces they own), with
 filters, and one run's timeline: its stages, model calls (tokens, seconds; prompts and
-replies for the user who asked) and queries, drawn against the run's own clock. Both pages
+replies for the user who asked) and queries, drawn against the run's own clock, and the
+rewrite rules that changed a query, each as a before/after diff. Both pages
 read the API (`GET /api/v1/runs`, `GET /api/v1/runs/{id}`)."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,9 +84,49 @@ def timeline(run: dict[str, Any]) -> list[Bar]:
     return bars
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """A rewrite rule that changed a query (issue 47), with the stage it ran in and the query
+    before and after it as runs of words kept, taken out ("del") and put in ("ins")."""
+
+    rule: str
+    stage: str
+    reason: str
+    before: list[tuple[str, str]]
+    after: list[tuple[str, str]]
+
+
+def word_diff(before: str, after: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The two queries as (kind, text) runs: "same" in both, "del" only before, "ins" only after."""
+    old, new = before.split(), after.split()
+    left: list[tuple[str, str]] = []
+    right: list[tuple[str, str]] = []
+    for tag, i, j, k, m in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            left.append(("same", " ".join(old[i:j])))
+            right.append(("same", " ".join(new[k:m])))
+            continue
+        if i < j:
+            left.append(("del", " ".join(old[i:j])))
+        if k < m:
+            right.append(("ins", " ".join(new[k:m])))
+    return left, right
+
+
+def rewrites(run: dict[str, Any]) -> list[Rewrite]:
+    stages = run["stages"]
+    found = []
+    for change in run.get("rewrites", []):
+        stage = "" if change["parent"] is None else stages[change["parent"]]["name"]
+        before, after = word_diff(change["before"], change["after"])
+        found.append(Rewrite(change["rule"], stage, change["reason"], before, after))
+    return found
+
+
 @signed_in
 async def run_page(request: Request, session: Session) -> Response:
     run = await api(request, session).get(f"/runs/{request.path_params['runId']}")
     tokens = {kind: sum(c[f"{kind}Tokens"] for c in run["modelCalls"]) for kind in ("prompt", "cached", "output")}
     context = {"run": run, "bars": timeline(run), "tokens": tokens, "own": run["username"] == session.user.username}
+    context["rewrites"] = rewrites(run)
     return render(request, "run.html", context, session=session)

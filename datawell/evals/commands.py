@@ -108,6 +108,7 @@ class RunOptions:
     scripted: bool = False
     judge_model: str | None = None
     timeout: float = 600.0
+    rules_off: tuple[str, ...] = ()  # query rewrite rules switched off (issue 47)
 
 
 def run_suite(
@@ -136,6 +137,7 @@ def run_suite(
         model=None if scripted else _resolved_model(choices),
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
+        rules_off=list(options.rules_off),
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )
@@ -189,6 +191,19 @@ _PROMPT_DIR_OPTION = typer.Option(help="Load prompts from this folder (missing o
 _SCRIPTED_OPTION = typer.Option(help="Answer with the suite's gold values (a plumbing check; no model is called).")
 _JUDGE_OPTION = typer.Option(help="Model for llm-judge assertions (off without it).")
 _TIMEOUT_OPTION = typer.Option(help="Seconds one case may take.")
+_RULES_OFF_OPTION = typer.Option(
+    "--rules-off", help="Query rewrite rules to switch off, comma-separated ('all': every one; docs/query-rewrites.md)."
+)
+
+
+def _rules_off(names: str) -> tuple[str, ...]:
+    from datawell.tools.rewrite.registry import RULES, disabled_rules
+
+    try:
+        off = disabled_rules(names)
+    except ValueError as exc:
+        raise _fail(f"--rules-off: {exc}") from None
+    return tuple(name for name in RULES if name in off)  # in the order the rules run
 
 
 def _choices(model: str | None, provider: str | None) -> StageChoices:
@@ -214,12 +229,13 @@ def run_command(
     case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Run only cases with this tag (repeatable).")] = None,
     timeout: Annotated[float, _TIMEOUT_OPTION] = 600.0,
+    rules_off: Annotated[str, _RULES_OFF_OPTION] = "",
 ) -> None:
     """Run SUITE: predict every case, save the predictions, score them and write a report."""
     suite = _load(suite_name)
     _check_prompt_dir(prompt_dir)
     chosen = _select(suite, case or [], tag or [])
-    options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout)
+    options = RunOptions(_choices(model, provider), prompt_dir, scripted, judge_model, timeout, _rules_off(rules_off))
     out = out or _default_out(_folder_name(suite))
     try:
         result = run_suite(suite, out, options, cases=chosen, suite_ref=_suite_ref(suite_name, suite))

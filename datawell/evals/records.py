@@ -76,6 +76,7 @@ class RunInfo(_Record):
     model: str | None = None
     prompt_dir: str | None = None
     scripted: bool = False
+    rules_off: list[str] = []  # query rewrite rules switched off for the run (`--rules-off`; issue 47)
     threshold: float = 0.0
     started_at: datetime
     finished_at: datetime | None = None

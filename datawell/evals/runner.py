@@ -66,9 +66,12 @@ def default_targets() -> Targets:
 
 
 @asynccontextmanager
-async def eval_services(overrides: Overrides, folder: Path | None = None) -> AsyncIterator[Services]:
+async def eval_services(
+    overrides: Overrides, folder: Path | None = None, rules_off: list[str] | None = None
+) -> AsyncIterator[Services]:
     """Services over a fresh, empty store in a temporary folder (never the user's data);
-    models, keys and limits come from the environment as usual."""
+    models, keys and limits come from the environment as usual, but the rewrite rules
+    `rules_off` names when it does."""
     own = folder is None
     folder = folder or Path(tempfile.mkdtemp(prefix="datawell-eval-"))
     share_models(folder)
@@ -79,6 +82,8 @@ async def eval_services(overrides: Overrides, folder: Path | None = None) -> Asy
         qdrant_url=None,
         run_worker_in_process=False,
     )
+    if rules_off:
+        settings = settings.model_copy(update={"query_rules_disabled": ",".join(rules_off)})
     services = await build_services(settings, overrides)
     try:
         yield services
@@ -219,7 +224,7 @@ async def predict(
     info.cases = len(chosen)
     write_run(out_dir, info)
     predictions = []
-    async with eval_services(overrides) as services:
+    async with eval_services(overrides, rules_off=info.rules_off) as services:
         store = await load_fixtures(services, suite)
         tools = targets.query_tools(services)
         for case in chosen:

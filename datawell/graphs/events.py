@@ -36,6 +36,10 @@ class QueryGenerated(BaseModel):
     query: str
     reasoning: str = ""
     attempts: int = 1
+    # issue 47: the query as written (by the model, or the caller), and each rule of the
+    # service that changed it on the way to `query` ({rule, before, after, reason}, in order)
+    model_query: str = ""
+    changes: list[dict[str, str]] = Field(default_factory=list)
 
 
 class RowsReady(BaseModel):
@@ -67,6 +71,9 @@ class StepOutcome(BaseModel):
     query: str
     rows: list[dict[str, Any]]
     error: str | None = None
+    # issue 47: a data step's query as written, and each rule that changed it ({rule, before, after, reason})
+    model_query: str = ""
+    changes: list[dict[str, str]] = Field(default_factory=list)
 
 
 class StepFinished(StepOutcome):

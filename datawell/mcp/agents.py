@@ -29,6 +29,20 @@ class AssistantArguments(AskArguments):
     )
 
 
+class RuleChange(WireModel):
+    """A rewrite rule of the service that changed the query (docs/query-rewrites.md)."""
+
+    rule: str = Field(description="The rule's name")
+    before: str = Field(description="The query before the rule")
+    after: str = Field(description="The query after the rule")
+    reason: str = Field(description="Why, in words")
+
+
+class AskedOutput(QueryOutput):
+    model_query: str = Field("", description="The query as written, before the service's rewrite rules")
+    changes: list[RuleChange] = Field(default_factory=list, description="Each rule that changed it, in order")
+
+
 class StepResult(WireModel, events.StepOutcome):
     """A step of the assistant's answer, as the graph's event says it (without its reasoning)."""
 
@@ -52,16 +66,25 @@ async def ask_request(call: Call, arguments: AskArguments, conversation_id: str 
 
 async def ask_nl2ql(call: Call, arguments: AskArguments) -> CallToolResult:
     run = await call.runs.start_nl2ql(await ask_request(call, arguments))
+    written = events.QueryGenerated(query="")
     async with aclosing(run.events()) as stream:
         async for event in stream:
             match event:
                 case events.RunQueued():
                     await call.progress(0, 2, queued_text(event))
                 case events.QueryGenerated():
+                    written = event
                     await call.progress(1, 2, f"query: {event.query}")
                 case events.RowsReady():
                     await call.progress(2, 2, f"{len(event.rows)} rows")
-                    return tool_result(QueryOutput(query=event.query, rows=event.rows, truncated=event.truncated))
+                    output = AskedOutput(
+                        query=event.query,
+                        rows=event.rows,
+                        truncated=event.truncated,
+                        model_query=written.model_query,
+                        changes=[RuleChange(**change) for change in written.changes],
+                    )
+                    return tool_result(output)
                 case events.RunFailed():
                     return failure_result(event.error)
     return failure_result(InternalError("the run ended without rows"))
@@ -112,7 +135,7 @@ TOOLS = (
             "and returns the query and its rows."
         ),
         arguments=AskArguments,
-        output=QueryOutput,
+        output=AskedOutput,
         handler=ask_nl2ql,
         idempotent=False,
     ),

@@ -27,7 +27,14 @@ from langchain_core.outputs import LLMResult
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from datawell.client.models import ModelCallRecord, PromptMessage, QueryRecord, RunRecord, StageRecord
+from datawell.client.models import (
+    ModelCallRecord,
+    PromptMessage,
+    QueryRecord,
+    RewriteRecord,
+    RunRecord,
+    StageRecord,
+)
 from datawell.observability import metrics, tracing
 from datawell.observability.model_calls import ModelCall, described, reply_message
 
@@ -148,6 +155,14 @@ class RunRecorder:
         parent_index, parent = self._parent()
         self.record.queries.append(QueryRecord(text=clip(text), parent=parent_index, start=self._now()))
         return len(self.record.queries) - 1, self._child_span("query", parent, {"db.query.text": clip(text)})
+
+    # rewrite rules (issue 47): one span event each, on the stage's span
+
+    def rewrote(self, rule: str, before: str, after: str, reason: str) -> None:
+        parent_index, parent = self._parent()
+        said = {"rule": rule, "before": clip(before), "after": clip(after), "reason": clip(reason)}
+        parent.add_event(f"rewrite {rule}", {f"datawell.rewrite.{k}": v for k, v in said.items()})
+        self.record.rewrites.append(RewriteRecord(**said, parent=parent_index, start=self._now()))
 
     # the end
 

@@ -37,10 +37,9 @@ bounded ones, as the caller, over the namespace's text columns (at most `LOOKUP_
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -52,6 +51,8 @@ from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.mend import filter_where_stored, key_names
 from datawell.tools.ql import Queries, Who
+from datawell.tools.rewrite.change import Change
+from datawell.tools.rewrite.lexicon import question_names
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
 LOOKUP_COLUMNS = 24  # other text columns `where_stored` looks a literal up in
@@ -59,10 +60,12 @@ LOOKUP_COLUMNS = 24  # other text columns `where_stored` looks a literal up in
 
 @dataclass(frozen=True)
 class Matched:
-    """The query to run and what was changed, in words (empty when nothing was)."""
+    """The query to run and what was changed, in words (empty when nothing was), and as
+    records of the rule that made each change (`match_stored_values`, `filter_where_stored`)."""
 
     query: str
     changes: list[str]
+    records: list[Change] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,17 +76,30 @@ class _Filter:
     table: TableInfo
 
 
-async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, query: str) -> Matched:
-    """`query` with its text literals matched to stored values (see the module)."""
+LITERAL_RULES = frozenset(["match_stored_values", "filter_where_stored"])
+
+
+async def match_literals(
+    tools: Queries,
+    user: Who,
+    namespace: NamespaceRef,
+    query: str,
+    rules: frozenset[str] = LITERAL_RULES,
+    catalog: Catalog | None = None,
+) -> Matched:
+    """`query` with its text literals matched to stored values (see the module), by the
+    `rules` named (tools/rewrite/registry.py); `catalog`, when the caller holds it already."""
     try:
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
         return Matched(query, [])  # the checker says why
     if not any(_literal_side(c) for c in tree.find_all(exp.EQ)):
         return Matched(query, [])
-    catalog = await tools.catalog(user, namespace)
+    catalog = catalog or await tools.catalog(user, namespace)
     changes = []
+    records = []
     elsewhere = []
+    before = tree.sql(dialect=DIALECTS[QL_DIALECT])
     for found in _filters(tree, catalog):
         stored = found.literal.this
         values = await _values(tools, user, namespace, found.table, found.column.name, stored)
@@ -91,16 +107,20 @@ async def match_literals(tools: Queries, user: Who, namespace: NamespaceRef, que
             continue
         if not values:
             elsewhere.append(found)
-        elif change := _rewrite(found, stored, values):
+        elif "match_stored_values" in rules and (change := _rewrite(found, stored, values)):
             changes.append(change)
+            after = tree.sql(dialect=DIALECTS[QL_DIALECT])
+            records.append(Change("match_stored_values", before, after, change))
+            before = after
     query = tree.sql(dialect=DIALECTS[QL_DIALECT]) if changes else query
-    for found in elsewhere:
+    for found in elsewhere if "filter_where_stored" in rules else []:
         holders = await _holders_of(tools, user, namespace, catalog, found)
         moves = [filter_where_stored(query, catalog, found.literal.this, *holder) for holder in holders]
         moved = [m for m in moves if m.changes]
         if len(moved) == 1:  # of the columns that store the text, the one the query can reach
+            records.append(Change("filter_where_stored", query, moved[0].query, "; ".join(moved[0].changes)))
             query, changes = moved[0].query, changes + moved[0].changes
-    return Matched(query, changes)
+    return Matched(query, changes, records)
 
 
 async def _holders_of(
@@ -160,28 +180,8 @@ async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query
     return said
 
 
-# Names a question gives: quoted text, and runs of capitalised words that do not start a
-# sentence ("flights to Los Angeles", "the domain "Machine Learning"").
-_QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]|(?<!\w)'([^']{2,})'(?!\w)")
-_CAPITALISED = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*(?:\s+[A-Z][\w-]*(?:'[\w-]+)*)*")
-_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s*)$")
-_CALENDAR = frozenset(word.lower() for word in [*calendar.month_name[1:], *calendar.day_name])
 NAMED_ROWS = 5  # rows a lookup of a name reads
 NAMED_COLUMNS = 128  # text columns a name is looked up in (a row that holds it may be in any)
-
-
-def question_names(question: str) -> list[str]:
-    """The names the question gives, in its first paragraph (what follows a blank line is
-    instructions, not the question): quoted text, and capitalised words that do not start a
-    sentence, longer than two letters and no month or weekday ("YYYY-MM" or "May" name no row)."""
-    text = question.split("\n\n", 1)[0]
-    found = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    for match in _CAPITALISED.finditer(text):
-        name = match.group(0)
-        if _SENTENCE_START.search(text[: match.start()]) or len(name) <= 2 or name.lower() in _CALENDAR:
-            continue
-        found.append(name)
-    return list(dict.fromkeys(found))
 
 
 async def names_left_out(tools: Queries, user: Who, namespace: NamespaceRef, question: str, query: str) -> list[str]:

@@ -113,38 +113,6 @@ class Source:
         return column.lower() in {c.lower() for c in self.info.columns}
 
 
-def mend(query: str, catalog: Catalog, question: str = "") -> Mended:
-    """The refused query with every rule above applied (but `reroute_joins`'s); with the
-    `question`, filters it never mentions that cannot run go first."""
-
-    def slips(
-        select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
-    ) -> list[str]:
-        if not question:
-            return _slips(select, sources, catalog, defined, tree)
-        invented = _invented_filters(select, sources, question)
-        return [
-            *invented,
-            *_slips(select, sources, catalog, defined, tree),
-            *_named_by_question(select, sources, question),
-        ]
-
-    return _apply(query, catalog, slips)
-
-
-def reroute_joins(query: str, catalog: Catalog) -> Mended:
-    """The query with each join of a number with a text read on the text table's key, and each
-    join of two different tables' keys read through the dataset that links them (see the
-    module's docstring); unchanged when there is none or no one reading."""
-    return _apply(query, catalog, _rerouted)
-
-
-def _rerouted(
-    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
-) -> list[str]:
-    return [*_mistyped_joins(select, sources), *_crossed_keys(select, sources, catalog, defined, tree)]
-
-
 def filter_where_stored(query: str, catalog: Catalog, text: str, holder: tuple[str, str], stored: str) -> Mended:
     """The query with its comparisons of a column with `text` (`=`, of a SELECT that reads the
     column's table) read on the column `holder` (table, column) that stores it instead, as
@@ -238,30 +206,13 @@ def _apply(query: str, catalog: Catalog, rule: Rule) -> Mended:
     except sqlglot.errors.SqlglotError:
         return Mended(query)
     changes: list[str] = []
-    defined = _aliases(tree)
+    defined = aliases(tree)
     for select in list(tree.find_all(exp.Select)):
-        changes += rule(select, _sources(select, catalog), catalog, defined, tree)
+        changes += rule(select, sources_of(select, catalog), catalog, defined, tree)
     return Mended(tree.sql(dialect=QL_DIALECT), list(dict.fromkeys(changes))) if changes else Mended(query)
 
 
-def _slips(
-    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
-) -> list[str]:
-    read_for = _read_for(tree)  # before any rule moves a column
-    return [
-        *_phantom_joins(select, sources, catalog, tree),
-        *_near_names(select, sources),
-        *_swap_tables(select, sources, catalog),
-        *_bridge_joins(select, sources, catalog, defined),
-        *_join_missing(select, sources, catalog, defined),
-        *_requalify(select, sources, defined),
-        *_dead_joins(select, sources, tree, read_for),
-        *_epoch_to_timestamps(select, sources),
-        *_years_as_stored(select, sources),
-    ]
-
-
-def _sources(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
+def sources_of(select: exp.Select, catalog: Catalog) -> dict[str, Source]:
     """The datasets a SELECT reads directly, by the alias its columns use (lower case)."""
     found: dict[str, Source] = {}
     by_name = {t.name.lower(): t for t in catalog.tables}
@@ -279,7 +230,7 @@ def _joined_tables(select: exp.Select) -> list[exp.Table]:
     return [n for n in nodes if isinstance(n, exp.Table)]
 
 
-def _aliases(tree: exp.Expr) -> set[str]:
+def aliases(tree: exp.Expr) -> set[str]:
     """Every name a column may be qualified with anywhere in the query: tables, their aliases,
     subqueries' and CTEs' names (an outer query's alias is a correlated subquery's to use)."""
     named = [t.alias_or_name for t in tree.find_all(exp.Table)]
@@ -293,7 +244,7 @@ def _own_columns(select: exp.Select) -> list[exp.Column]:
     return [c for c in select.find_all(exp.Column) if c.name and c.find_ancestor(exp.Select) is select]
 
 
-def _phantom_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, tree: exp.Expr) -> list[str]:
+def drop_phantom_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, tree: exp.Expr) -> list[str]:
     """A join of a table no dataset is named, on a column it shares by name with a table of
     the SELECT that also has every other column read through it: the join is dropped and
     those columns are read from that table."""
@@ -339,7 +290,7 @@ def _unknown_columns(select: exp.Select, sources: dict[str, Source]) -> Iterator
         yield column, owner
 
 
-def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+def near_column_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     """A column no table of the SELECT has, read through a table (its qualifier's, or the only
     one) with exactly one column named nearly the same: read by that name."""
     changes: list[str] = []
@@ -353,7 +304,7 @@ def _near_names(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     return changes
 
 
-def _named_by_question(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
+def column_named_by_question(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
     """A column no table of the SELECT has, read through a table (its qualifier's, or the only
     one) with several columns that share a word of its name (`airport_code`: `from_airport`,
     `to_airport`): read as the one whose own words and description the question says most
@@ -386,7 +337,7 @@ def _stems(text: str) -> set[str]:
     return {w[:PREFIX] for w in re.findall(r"[a-z]+", text.lower()) if w not in GENERIC}
 
 
-def _swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:
+def swap_tables(select: exp.Select, sources: dict[str, Source], catalog: Catalog) -> list[str]:
     changes: list[str] = []
     read = {s.info.name for s in sources.values()}
     columns = _own_columns(select)
@@ -443,7 +394,7 @@ def _through(
     join.set("on", exp.EQ(this=exp.column(far_column, table=alias), expression=exp.column(far_column, table=far_alias)))
 
 
-def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+def bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
     """A join whose condition `a.x = b.x` reads a column `b`'s table lacks and `a`'s has, when
     one dataset links them (`_the_link`): the join reads it between them (`a.x = w.x`, then
     `w.k = b.k`), with the same join kind."""
@@ -467,7 +418,7 @@ def _bridge_joins(select: exp.Select, sources: dict[str, Source], catalog: Catal
     return changes
 
 
-def _crossed_keys(
+def reroute_crossed_keys(
     select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str], tree: exp.Expr
 ) -> list[str]:
     changes: list[str] = []
@@ -495,7 +446,7 @@ def _crossed_keys(
 NUMBERS = frozenset(["integer", "real"])
 
 
-def _mistyped_joins(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+def reroute_mistyped_joins(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     """Each join of a number column with a text column read on the text table's one own key
     of the number's type (see the module's docstring)."""
     changes: list[str] = []
@@ -560,7 +511,9 @@ def _bridge(
     return None
 
 
-def _join_missing(select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]) -> list[str]:
+def join_missing_table(
+    select: exp.Select, sources: dict[str, Source], catalog: Catalog, defined: set[str]
+) -> list[str]:
     """Columns read through a table (by its alias, or by bare name when it is the SELECT's only
     table) that neither it nor any other table of the SELECT has: when one dataset not read
     yet has all of them and shares exactly one column `k` with the table, it is joined on `k`
@@ -662,7 +615,7 @@ def _the_link(
     return links[0] if len(links) == 1 else None
 
 
-def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]) -> list[str]:
+def requalify_columns(select: exp.Select, sources: dict[str, Source], defined: set[str]) -> list[str]:
     """A column read through an alias whose table lacks it, or through an alias the query never
     defines (`p.unit_price_eur` with no `p`), when one table of the SELECT has it."""
     changes: list[str] = []
@@ -680,12 +633,12 @@ def _requalify(select: exp.Select, sources: dict[str, Source], defined: set[str]
     return changes
 
 
-def _read_for(tree: exp.Expr) -> set[str]:
+def qualifiers_read(tree: exp.Expr) -> set[str]:
     """The qualifiers the query reads a column through outside join conditions."""
     return {c.table.lower() for c in tree.find_all(exp.Column) if c.find_ancestor(exp.Join) is None}
 
 
-def _dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, read_for: set[str]) -> list[str]:
+def drop_dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, read_for: set[str]) -> list[str]:
     """An inner join that cannot run, because its condition reads a column its table lacks, of a
     dataset the query was read through for columns that the rules above moved to another
     table, and that is now read nothing else of: the join goes. When that dataset is the
@@ -720,7 +673,7 @@ def _dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, 
     return changes
 
 
-def _invented_filters(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
+def drop_invented_filters(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:
     """Conditions of the WHERE (joined by AND) that compare a column with a text the question
     never says (`city_name ILIKE 'IL'`, `country_name = 'United States'` for "Which state code
     is Orlando International Airport in?"), when one of them cannot run: they all go, and so
@@ -802,7 +755,7 @@ def _runs(column: exp.Column, sources: dict[str, Source]) -> bool:
     return source is None or source.has(column.name)
 
 
-def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+def epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     changes: list[str] = []
     for _, column in list(date_columns(select)):  # listed first: the loop replaces what it walks
         if column.find_ancestor(exp.Select) is not select:
@@ -815,7 +768,7 @@ def _epoch_to_timestamps(select: exp.Select, sources: dict[str, Source]) -> list
     return changes
 
 
-def _years_as_stored(select: exp.Select, sources: dict[str, Source]) -> list[str]:
+def years_as_stored(select: exp.Select, sources: dict[str, Source]) -> list[str]:
     """`strftime('%Y', year)` or `EXTRACT(YEAR FROM year)` of a column that holds years as
     integers: the year is the column as stored."""
     changes: list[str] = []

@@ -38,11 +38,6 @@ then reads as a wrong answer. Before a query runs, these slips are mended:
   GROUP BY, SQLite returns one row (PostgreSQL refuses it), yet ordering by the bare column
   asks for rows. When the outermost query has no GROUP BY, selects a MIN or MAX of a column
   beside other columns, and orders by that column itself, the MIN or MAX is the column.
-- **The first day for the month or year asked.** "Which invoices are due in April 2024?"
-  written `due_date = '2024-04-01'` finds only what falls on the first. When the question
-  names the month and year (or a year alone) and no day of it, an equality of something with
-  that period's first day becomes the period: `due_date >= '2024-04-01' AND due_date <
-  '2024-05-01'`, which ISO text and timestamps compare alike.
 - **Rows repeated by a join that only filters.** "What are the top 3 publications with the
   highest number of citations?" written `SELECT p.title, p.citation_num FROM publication AS
   p JOIN cite AS c ON p.pid = c.cited ORDER BY p.citation_num DESC LIMIT 3` lists a
@@ -111,12 +106,11 @@ from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.checker.dates import MONTHS as DATE_WORDS
 from datawell.tools.coverage import singular
 from datawell.tools.mend import inner_join, key_names
 
 # Words of a question that says what its answer shows ("Give the doctor's name").
-_SHOW = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
+SHOWS = re.compile(r"\b(give|list|show|return|display|tell me)\b|\bnames? of\b", re.IGNORECASE)
 
 # Words by which a question asks for a few rows rather than all of them: numbers, and
 # superlatives (the listed ones and any word in -est but the common nouns and verbs below).
@@ -169,39 +163,7 @@ class Shaped:
     changes: list[str]
 
 
-def fit_shape(query: str, question: str, show_measure: bool = False) -> Shaped:
-    """`query` with the slips above mended (see the module); with `show_measure` a ranking's
-    measure is selected whatever the question says."""
-    try:
-        tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
-    except sqlglot.errors.SqlglotError:
-        return Shaped(query, [])
-    if not isinstance(tree, exp.Query):
-        return Shaped(query, [])
-    tree, grouped = _group_a_union_per_value(tree)
-    changes = [
-        change
-        for change in (
-            grouped,
-            _drop_unasked_limit(tree, question),
-            _divide_as_fractions(tree),
-            _whole_numbers_asked(tree, question),
-            _select_group_keys(tree),
-            _rows_not_extremes(tree),
-            _rows_once_through_filtering_joins(tree),
-            _skip_key_passing_joins(tree),
-            _period_for_first_day(tree, question),
-            _drop_placeholder_filters(tree, question),
-            _select_ranking_measure(tree) if show_measure or not _SHOW.search(question) else "",
-        )
-        if change
-    ]
-    if not changes:
-        return Shaped(query, [])
-    return Shaped(tree.sql(dialect=DIALECTS[QL_DIALECT]), changes)
-
-
-def _group_a_union_per_value(tree: exp.Query) -> tuple[exp.Query, str]:
+def group_a_union_per_value(tree: exp.Query) -> tuple[exp.Query, str]:
     """A UNION of the same aggregates of one table, each under a WHERE of one column equal to
     another value, as one query grouped by that column (which says which row is which)."""
     if not isinstance(tree, exp.Union):
@@ -250,7 +212,7 @@ def _asks_for_few(question: str) -> bool:
     return any(word.lower() not in _NOT_SUPERLATIVE for word in _FEW.findall(question))
 
 
-def _drop_unasked_limit(tree: exp.Query, question: str) -> str:
+def drop_unasked_limit(tree: exp.Query, question: str) -> str:
     limit = tree.args.get("limit")
     if limit is None or tree.args.get("offset") is not None or _asks_for_few(question):
         return ""
@@ -261,7 +223,7 @@ def _drop_unasked_limit(tree: exp.Query, question: str) -> str:
     return f"dropped {limit.sql(dialect=DIALECTS[QL_DIALECT])}: the question asks for every row"
 
 
-def _divide_as_fractions(tree: exp.Query) -> str:
+def divide_as_fractions(tree: exp.Query) -> str:
     changed = 0
     for division in list(tree.find_all(exp.Div)):
         dividend, divisor = division.this, division.expression
@@ -278,7 +240,7 @@ _WHOLE = re.compile(r"\b(?:as|to|in)\s+(?:an?\s+)?(?:integers?|whole\s+(?:number
 _INTEGER_TYPES = frozenset(exp.DataType.INTEGER_TYPES)
 
 
-def _whole_numbers_asked(tree: exp.Query, question: str) -> str:
+def whole_numbers_asked(tree: exp.Query, question: str) -> str:
     if not isinstance(tree, exp.Select) or not _WHOLE.search(question):
         return ""
     cast = []
@@ -312,7 +274,7 @@ def _is_fraction(node: exp.Expr) -> bool:
     return False
 
 
-def _select_group_keys(tree: exp.Query) -> str:
+def select_group_keys(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or tree.args.get("group") is None:
         return ""
     selected = tree.expressions
@@ -328,7 +290,7 @@ def _select_group_keys(tree: exp.Query) -> str:
     return "selected the grouped columns " + ", ".join(key.sql(dialect=DIALECTS[QL_DIALECT]) for key in missing)
 
 
-def _rows_not_extremes(tree: exp.Query) -> str:
+def rows_not_extremes(tree: exp.Query) -> str:
     order = tree.args.get("order")
     if not isinstance(tree, exp.Select) or tree.args.get("group") is not None or order is None:
         return ""
@@ -352,7 +314,7 @@ def _rows_not_extremes(tree: exp.Query) -> str:
     )
 
 
-def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
+def rows_once_through_filtering_joins(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or not tree.args.get("joins"):
         return ""
     if any(tree.args.get(part) is not None for part in ("distinct", "group", "having")):
@@ -372,7 +334,7 @@ def _rows_once_through_filtering_joins(tree: exp.Query) -> str:
     return f"each row shown once: the query joins other tables only to filter the rows of {table}"
 
 
-def _skip_key_passing_joins(tree: exp.Query) -> str:
+def skip_key_passing_joins(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or not any(e.find(exp.AggFunc) for e in tree.expressions):
         return ""
     skipped = []
@@ -413,55 +375,12 @@ def _equated_with(column: exp.Column) -> exp.Column | None:
     return other if isinstance(other, exp.Column) and other is not column else None
 
 
-MONTHS = DATE_WORDS[:12]  # january ... december
-_MONTH = "|".join(MONTHS)
-_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
-# A month and its year, with the day before ("1 April 2024") or after ("April 1, 2024") if one is named.
-_DATE = re.compile(rf"(?:\b({_DAY})\s+(?:of\s+)?)?\b({_MONTH})\s+(?:({_DAY}),?\s+)?(?:of\s+)?(\d{{4}})\b")
-_YEAR = re.compile(r"(?<![-/\d])\b([12]\d{3})\b(?![-/]\d)")
-_FIRST_DAY = re.compile(r"^(\d{4})-(\d{2})-01$")
-
-
-def asked_periods(question: str) -> set[str]:
-    """The months ("April 2024": '2024-04') and years ('2024') the question names with no day
-    of them ("1 April 2024", "April 1, 2024" and "2024-04-01" name a day)."""
-    text = question.lower()
-    dates = _DATE.findall(text)
-    periods = {f"{year}-{MONTHS.index(month) + 1:02d}" for before, month, after, year in dates if not before + after}
-    with_month = {year for *_, year in dates}
-    return periods | {year for year in _YEAR.findall(text) if year not in with_month}
-
-
-def _period_for_first_day(tree: exp.Query, question: str) -> str:
-    periods = asked_periods(question)
-    changed = []
-    for node in list(tree.find_all(exp.EQ)) if periods else []:
-        for this, literal in ((node.this, node.expression), (node.expression, node.this)):
-            first = _FIRST_DAY.match(literal.this) if isinstance(literal, exp.Literal) and literal.is_string else None
-            if first is None or not isinstance(this.unnest(), exp.Column) or literal.this in question:
-                continue
-            year, month = int(first[1]), int(first[2])
-            if f"{year}-{month:02d}" in periods:
-                end = f"{year + month // 12}-{month % 12 + 1:02d}-01"
-            elif month == 1 and str(year) in periods:
-                end = f"{year + 1}-01-01"
-            else:
-                continue
-            start = literal.this
-            node.replace(
-                exp.paren(exp.and_(this.copy() >= exp.Literal.string(start), this.copy() < exp.Literal.string(end)))
-            )
-            changed.append(f"{this.sql(dialect=DIALECTS[QL_DIALECT])} from {start} to before {end}")
-            break
-    return f"compared the period asked, not its first day: {'; '.join(changed)}" if changed else ""
-
-
 # Texts that stand for "nothing" in a column: a filter to one of them says "none of this".
 _PLACEHOLDERS = frozenset(["none", "n/a", "na", "null", "nil", "unknown", "-", ""])
 _NOTHING = re.compile(r"\b(?:no|not|none|without|null|nil|unknown|missing|empty|lacks?|lacking|blank|n/a)\b", re.I)
 
 
-def _drop_placeholder_filters(tree: exp.Query, question: str) -> str:
+def drop_placeholder_filters(tree: exp.Query, question: str) -> str:
     where = tree.args.get("where") if isinstance(tree, exp.Select) else None
     if where is None:
         return ""
@@ -496,7 +415,7 @@ def _said(text: str, words: set[str]) -> bool:
     return any(w[:4] in words for w in re.findall(r"[a-z]{3,}", text.lower()))
 
 
-def _select_ranking_measure(tree: exp.Query) -> str:
+def select_ranking_measure(tree: exp.Query) -> str:
     if not isinstance(tree, exp.Select) or tree.args.get("distinct") is not None:
         return ""
     order = tree.args.get("order")

@@ -14,7 +14,7 @@ from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
 from tests.agents.a2a_client import Agent, context, message, sdk_client, send
 from tests.conftest import Account
-from tests.fake_runs import ANSWER, NL2QL_QUERY, PLAN, QUERIES, FakeRuns
+from tests.fake_runs import ANSWER, CHANGES, NL2QL_QUERY, PLAN, QUERIES, WRITTEN, FakeRuns
 
 
 def kinds(events: list[dict]) -> list[str]:
@@ -127,7 +127,13 @@ async def test_assistant_streams_plan_steps_answer(client, alice: Account, sales
     assert step["messageId"] == f"{task_id}-step-1"
     assert step["parts"] == [{"text": PLAN[0]}]
     artifact = events[4]["artifactUpdate"]["artifact"]
-    assert artifact["metadata"] == {"index": 1.0, "instruction": PLAN[0], "reasoning": "reasoning 1"}
+    assert artifact["metadata"] == {
+        "index": 1.0,
+        "instruction": PLAN[0],
+        "reasoning": "reasoning 1",
+        "modelQuery": WRITTEN,
+        "changes": CHANGES,
+    }
     assert artifact["parts"][0] == {"text": QUERIES[0]}
     assert artifact["parts"][1]["data"]["rows"][0]["__metadata"]["score"] == 0.91
     assert events[7]["artifactUpdate"]["artifact"]["parts"] == [{"text": ANSWER}]

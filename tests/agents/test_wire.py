@@ -8,7 +8,18 @@ from pathlib import Path
 
 from tests.agents.a2a_client import Agent, rpc_body, sse_data, wire_message
 from tests.conftest import Account
-from tests.fake_runs import NL2QL_QUERY, NL2QL_ROWS, PLAN, QUERIES, STEP_ROWS, FakeRuns
+from tests.fake_runs import (
+    CHANGES,
+    NL2QL_CHANGES,
+    NL2QL_QUERY,
+    NL2QL_ROWS,
+    NL2QL_WRITTEN,
+    PLAN,
+    QUERIES,
+    STEP_ROWS,
+    WRITTEN,
+    FakeRuns,
+)
 
 A2A = {"A2A-Version": "1.0"}
 WRAPPERS = {"task", "statusUpdate", "artifactUpdate", "message"}
@@ -41,9 +52,16 @@ async def test_nl2ql_stream_on_the_wire(client, alice: Account, sales: str, agen
         "artifactUpdate": {
             "taskId": task_id,
             "contextId": context_id,
-            "artifact": {"artifactId": "generated-query", "name": "generated-query", "parts": [{"text": NL2QL_QUERY}]},
+            "artifact": {
+                "artifactId": "generated-query",
+                "name": "generated-query",
+                "parts": [{"text": NL2QL_QUERY}],
+                # issue 47, beside SPEC's fields: the query as written and the rules that changed it
+                "metadata": {"modelQuery": NL2QL_WRITTEN, "changes": NL2QL_CHANGES},
+            },
         }
     }
+    assert [c["rule"] for c in query["artifactUpdate"]["artifact"]["metadata"]["changes"]] == ["drop_unasked_limit"]
     assert rows["artifactUpdate"]["artifact"]["parts"] == [{"data": {"rows": json.loads(json.dumps(NL2QL_ROWS))}}]
     assert completed["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert completed["statusUpdate"]["taskId"] == task_id
@@ -74,7 +92,13 @@ async def test_assistant_stream_on_the_wire(client, alice: Account, sales: str, 
             {"text": QUERIES[n - 1]},
             {"data": {"rows": json.loads(json.dumps(STEP_ROWS[n - 1]))}},
         ]
-        assert artifact["metadata"] == {"index": n, "instruction": PLAN[n - 1], "reasoning": f"reasoning {n}"}
+        assert artifact["metadata"] == {
+            "index": n,
+            "instruction": PLAN[n - 1],
+            "reasoning": f"reasoning {n}",
+            "modelQuery": WRITTEN if n == 1 else QUERIES[n - 1],
+            "changes": CHANGES if n == 1 else [],
+        }
     assert events[7]["artifactUpdate"]["artifact"]["name"] == "answer"
     assert events[8]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert len(events) == 9

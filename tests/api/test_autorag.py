@@ -8,7 +8,7 @@ from datawell.llm.models import ModelChoice
 from datawell.services import Services
 from datawell.storage.access import Permission, set_grant
 from tests.conftest import Account
-from tests.fake_runs import ANSWER, PLAN, QUERIES, STEP_ROWS, FakeRuns
+from tests.fake_runs import ANSWER, CHANGES, PLAN, QUERIES, STEP_ROWS, WRITTEN, FakeRuns
 
 URL = "/api/v1/query/autorag"
 SSE = {"Accept": "text/event-stream"}
@@ -34,7 +34,11 @@ async def test_json_answer_with_steps_and_conversation_id(client, alice: Account
     assert set(body) == {"response", "steps", "conversationId"}
     assert body["response"] == ANSWER
     assert fake.conversations[body["conversationId"]][0] == "alice"
-    assert [set(step) for step in body["steps"]] == [{"instruction", "query", "reasoning", "data"}] * 2
+    # SPEC's fields, and beside them the query as written and the service's changes of it (issue 47)
+    assert [set(step) for step in body["steps"]] == [
+        {"instruction", "query", "reasoning", "data", "modelQuery", "changes"}
+    ] * 2
+    assert [(s["modelQuery"], s["changes"]) for s in body["steps"]] == [(WRITTEN, CHANGES), (QUERIES[1], [])]
     assert [step["instruction"] for step in body["steps"]] == PLAN
     assert [step["query"] for step in body["steps"]] == QUERIES
     assert body["steps"][0]["data"] == STEP_ROWS[0]
@@ -134,6 +138,8 @@ async def test_sse_stream_event_order(client, alice: Account, sales: str, fake: 
     assert first_step["index"] == 1
     assert first_step["query"] == QUERIES[0]
     assert first_step["data"] == STEP_ROWS[0]
+    assert (first_step["modelQuery"], first_step["changes"]) == (WRITTEN, CHANGES)
+    assert [c["rule"] for c in first_step["changes"]] == ["drop_unasked_limit"]
     assert "".join(data["text"] for name, data in events if name == "answer-delta").strip() == ANSWER
     assert events[-2][1] == {"text": ANSWER}
     assert events[-1][1] == {"conversationId": started["conversationId"]}

@@ -202,3 +202,20 @@ def test_run_json_names_a_bundled_suite_by_name(tmp_path: Path, monkeypatch: pyt
     assert result.exit_code == 0, result.output
     run = json.loads((tmp_path / "a" / "run.json").read_text())
     assert run["suite_path"] == "nl2ql"
+
+
+def test_rules_switched_off_for_a_run_are_in_its_record_and_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: `--rules-off` names rewrite rules; the run's record and report say which."""
+    use_answers(monkeypatch, GOOD)
+    suite = write_suite(tmp_path, SUITE)
+    result = invoke("run", str(suite), "--out", str(tmp_path / "a"), "--rules-off", "label_rows,drop_unasked_limit")
+    assert result.exit_code == 0, result.output
+    # in the order the rules run, whatever the order given
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["rules_off"] == ["drop_unasked_limit", "label_rows"]
+    assert "query rules off: drop_unasked_limit, label_rows" in (tmp_path / "a" / "report.md").read_text()
+
+    unknown = invoke("run", str(suite), "--out", str(tmp_path / "b"), "--rules-off", "no_such_rule")
+    assert unknown.exit_code == 2
+    assert "unknown query rule(s) no_such_rule" in unknown.output and "drop_unasked_limit" in unknown.output

@@ -34,7 +34,7 @@ async def test_success_prints_query_and_rows(
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     assert events == [
-        QueryGenerated(query=OSLO, reasoning="written by the query model", attempts=1),
+        QueryGenerated(query=OSLO, reasoning="written by the query model", attempts=1, model_query=OSLO),
         RowsReady(query=OSLO, rows=[{"name": "Ann"}, {"name": "Ole"}]),
     ]
     prompt = chat_model.prompts()[0]
@@ -93,7 +93,7 @@ async def test_run_time_failure_is_repaired_and_announced_once(
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Customers with an id over 1"))
 
     assert events == [
-        QueryGenerated(query=second, reasoning="written by the query model", attempts=2),
+        QueryGenerated(query=second, reasoning="written by the query model", attempts=2, model_query=second),
         RowsReady(query=second, rows=[{"name": "Ole"}]),
     ]
     assert "operator does not exist: integer > text" in chat_model.prompts()[1]
@@ -204,10 +204,13 @@ async def test_a_literal_in_another_case_runs_as_the_stored_value(
 
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [(c["rule"], c["after"]) for c in events[0].changes] == [("match_stored_values", OSLO)]
+    assert events[0].model_copy(update={"changes": []}) == QueryGenerated(
         query=OSLO,
         reasoning="written by the query model; literals matched to the data: customers.city: 'oslo' is stored as 'Oslo'",
         attempts=1,
+        model_query="SELECT name FROM customers WHERE city = 'oslo'",
     )
     assert events[1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
@@ -255,11 +258,14 @@ async def test_a_filter_of_a_text_another_column_stores_reads_that_column_before
     events = await ask(services, AskRequest(shop.user, shop.namespace, "Who lives in Oslo?"))
 
     assert len(chat_model.prompts()) == 1
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [(c["rule"], c["after"]) for c in events[0].changes] == [("filter_where_stored", OSLO)]
+    assert events[0].model_copy(update={"changes": []}) == QueryGenerated(
         query=OSLO,
         reasoning="written by the query model; literals matched to the data: "
         "name holds no 'oslo'; customers.city holds 'Oslo': the filter reads it",
         attempts=1,
+        model_query="SELECT name FROM customers WHERE name = 'oslo'",
     )
     assert events[-1] == RowsReady(query=OSLO, rows=[{"name": "Ann"}])
 
@@ -298,6 +304,38 @@ async def test_a_limit_the_question_did_not_ask_for_is_dropped_and_said(
         query=every,
         reasoning="written by the query model; dropped LIMIT 10: the question asks for every row",
         attempts=1,
+        model_query=f"{every} LIMIT 10",
+        changes=[
+            {
+                "rule": "drop_unasked_limit",
+                "before": f"{every} LIMIT 10",
+                "after": every,
+                "reason": "dropped LIMIT 10: the question asks for every row",
+            }
+        ],
+    )
+
+
+async def test_a_rule_switched_off_by_name_leaves_the_query_as_written(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: with `drop_unasked_limit` off (DATAWELL_QUERY_RULES_DISABLED), the LIMIT stays."""
+    every = "SELECT city, COUNT(*) AS people FROM customers GROUP BY city"
+    chat_model.script.append(QueryDraft(query=f"{every} LIMIT 10"))
+    tools.rows[f"{every} LIMIT 10"] = [{"city": "Oslo", "people": 2}]
+    settings = services.settings.model_copy(update={"query_rules_disabled": "drop_unasked_limit"})
+
+    run = await Runs(dataclasses.replace(services, settings=settings)).start_nl2ql(
+        AskRequest(shop.user, shop.namespace, "How many customers live in each city?")
+    )
+    events = [event async for event in run.events()]
+
+    assert events[0] == QueryGenerated(
+        query=f"{every} LIMIT 10",
+        reasoning="written by the query model",
+        attempts=1,
+        model_query=f"{every} LIMIT 10",
+        changes=[],
     )
 
 
@@ -315,6 +353,15 @@ async def test_an_aggregate_asked_per_a_column_is_grouped_and_said(
         query=grouped,
         reasoning="written by the query model; grouped by city: the question asks per city",
         attempts=1,
+        model_query="SELECT COUNT(*) AS people FROM customers",
+        changes=[
+            {
+                "rule": "group_per_asked",
+                "before": "SELECT COUNT(*) AS people FROM customers",
+                "after": grouped,
+                "reason": "grouped by city: the question asks per city",
+            }
+        ],
     )
 
 
@@ -428,6 +475,29 @@ def voting(services: Services, k: int) -> Runs:
     return Runs(dataclasses.replace(services, settings=services.settings.model_copy(update={"query_candidates": k})))
 
 
+async def test_voting_keeps_the_changes_the_rules_made_of_the_winner(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: the voted query is announced with the query its candidate wrote and the rules
+    that changed it (they used to be dropped with several candidates)."""
+    every = "SELECT city, COUNT(*) AS people FROM customers GROUP BY city"
+    lone = "SELECT 'Bergen' AS city, 1 AS people"
+    chat_model.script += [QueryDraft(query=lone), QueryDraft(query=f"{every} LIMIT 10"), QueryDraft(query=every)]
+    tools.rows[lone] = [{"city": "Bergen", "people": 1}]
+    tools.rows[every] = [{"city": "Oslo", "people": 2}]
+
+    question = "How many customers live in each city?"
+    run = await voting(services, 3).start_nl2ql(AskRequest(shop.user, shop.namespace, question))
+    events = [event async for event in run.events()]
+    generated = events[0]
+
+    assert isinstance(generated, QueryGenerated)
+    assert (generated.query, generated.model_query) == (every, f"{every} LIMIT 10")
+    assert [(c["rule"], c["before"], c["after"]) for c in generated.changes] == [
+        ("drop_unasked_limit", f"{every} LIMIT 10", every)
+    ]
+
+
 async def test_voting_picks_the_result_most_candidates_agree_on(
     services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
 ) -> None:
@@ -443,7 +513,10 @@ async def test_voting_picks_the_result_most_candidates_agree_on(
 
     assert events == [
         QueryGenerated(
-            query=OSLO, reasoning="written by the query model; 2 of 3 candidates agree on this result", attempts=1
+            query=OSLO,
+            reasoning="written by the query model; 2 of 3 candidates agree on this result",
+            attempts=1,
+            model_query=OSLO,
         ),
         RowsReady(query=OSLO, rows=[{"name": "Ann"}]),
     ]

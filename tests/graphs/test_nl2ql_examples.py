@@ -29,7 +29,9 @@ async def test_a_verified_question_runs_its_query_with_no_model_call(
     events = await ask(services, AskRequest(shop.user, shop.namespace, "who lives in  OSLO"))
 
     assert events == [
-        QueryGenerated(query=OSLO, reasoning=f"the verified example {example} answers this question", attempts=1),
+        QueryGenerated(
+            query=OSLO, reasoning=f"the verified example {example} answers this question", attempts=1, model_query=OSLO
+        ),
         RowsReady(query=OSLO, rows=[{"name": "Ann"}]),
     ]
     assert chat_model.calls == []

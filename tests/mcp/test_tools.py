@@ -12,7 +12,18 @@ from mcp.shared.exceptions import MCPError
 
 from datawell.services import Services
 from tests.conftest import Account
-from tests.fake_runs import ANSWER, NL2QL_QUERY, NL2QL_ROWS, PLAN, FakeRuns
+from tests.fake_runs import (
+    ANSWER,
+    CHANGES,
+    NL2QL_CHANGES,
+    NL2QL_QUERY,
+    NL2QL_ROWS,
+    NL2QL_WRITTEN,
+    PLAN,
+    QUERIES,
+    WRITTEN,
+    FakeRuns,
+)
 from tests.mcp.conftest import MCP_PATH, TOOL_NAMES, Connect
 
 MODES = ["legacy", "2026-07-28"]
@@ -94,7 +105,14 @@ async def test_ask_nl2ql(connect: Connect, alice: Account, shop: str, fake: Fake
         result = await mcp.call_tool(
             "ask_nl2ql", {"namespace": "sales", "question": "Big orders?", "model": "gpt-x", "provider": "openai"}
         )
-    assert result.structured_content == {"query": NL2QL_QUERY, "rows": NL2QL_ROWS, "truncated": False}
+    # issue 47, beside the query and rows: the query as written and the rules that changed it
+    assert result.structured_content == {
+        "query": NL2QL_QUERY,
+        "rows": NL2QL_ROWS,
+        "truncated": False,
+        "modelQuery": NL2QL_WRITTEN,
+        "changes": NL2QL_CHANGES,
+    }
     [request] = fake.requests
     assert (request.question, request.namespace.name, request.choices.default.litellm_name()) == (
         "Big orders?",
@@ -124,6 +142,10 @@ async def test_ask_assistant_reports_progress_and_continues(connect: Connect, al
     assert [s["query"] for s in first.structured_content["steps"]] == [
         "SELECT customer, COUNT(*) AS orders FROM orders GROUP BY customer",
         "SELECT customer FROM orders GROUP BY customer ORDER BY COUNT(*) DESC LIMIT 1",
+    ]
+    assert [(s["modelQuery"], s["changes"]) for s in first.structured_content["steps"]] == [
+        (WRITTEN, CHANGES),
+        (QUERIES[1], []),
     ]
     assert [m for _, _, m in progress] == [
         "planning",

@@ -3,14 +3,18 @@ the asker (with prompts), the namespace's owner (without), and nobody else."""
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 
 import httpx
 
+from datawell.graphs.assistant.state import PlanOutput
+from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Services
 from datawell.storage import access
 from datawell.storage.tables import RunRow, utcnow
 from tests.conftest import Account, make_account
+from tests.console.test_pages import sign_in
 from tests.observability.conftest import ANSWER, QUERY, ask
 
 
@@ -128,3 +132,36 @@ async def test_a_stored_field_the_record_does_not_declare_is_not_served(
     assert run["answer"] == ANSWER
     [summary] = (await client.get("/api/v1/runs", headers=alice.headers)).json()["data"]
     assert "retiredField" not in summary and summary["id"] == run_id
+
+
+async def test_the_record_names_each_rule_that_changed_a_query(
+    client: httpx.AsyncClient, alice: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: the plan's query had a LIMIT the question did not ask for; the record says
+    which rule dropped it, the query before and after, and the stage it ran in."""
+    chat_model.script[:] = [PlanOutput(query=f"{QUERY} LIMIT 10"), ANSWER]
+    run_id = await ask(client, alice, "List what each customer paid")
+
+    run = (await client.get(f"/api/v1/runs/{run_id}", headers=alice.headers)).json()
+
+    assert [(r["rule"], r["before"], r["after"]) for r in run["rewrites"]] == [
+        ("drop_unasked_limit", f"{QUERY} LIMIT 10", QUERY)
+    ]
+    assert run["stages"][run["rewrites"][0]["parent"]]["name"] == "check"
+    assert [q["text"] for q in run["queries"]] == [QUERY]
+
+
+async def test_the_console_run_page_shows_each_rewrite_as_a_before_and_after(
+    client: httpx.AsyncClient, alice: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: the run viewer names the rule and marks what it took out of the query."""
+    chat_model.script[:] = [PlanOutput(query=f"{QUERY} LIMIT 10"), ANSWER]
+    run_id = await ask(client, alice, "List what each customer paid")
+    await sign_in(client, alice)
+
+    page = (await client.get(f"/runs/{run_id}")).text
+
+    section = page[page.index("<h2>Query rewrites</h2>") :]
+    assert '<code class="rule">drop_unasked_limit</code> in check' in section
+    assert f'<pre class="before">{html.escape(QUERY, quote=False)} <del>LIMIT 10</del></pre>' in section
+    assert f'<pre class="after">{html.escape(QUERY, quote=False)}</pre>' in section

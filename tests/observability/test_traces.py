@@ -20,13 +20,15 @@ from opentelemetry.trace import SpanKind
 
 from datawell.app import create_app
 from datawell.config import Settings
+from datawell.graphs.assistant.state import PlanOutput
 from datawell.ingest.mapping import ColumnMapping, FieldSource
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
+from datawell.llm.scripted import ScriptedChatModel
 from datawell.services import Overrides
 from tests.conftest import Account, Running, make_account, served
 from tests.ingest.support import create_dataset, drain, upload
-from tests.observability.conftest import QUERY, ask
+from tests.observability.conftest import ANSWER, QUERY, ask
 from tests.observability.test_metrics import scrape
 from tests.tools.conftest import ORDERS
 
@@ -302,3 +304,33 @@ async def test_an_ingestions_model_calls_are_traced_and_counted(
 async def model_calls(client: httpx.AsyncClient) -> float:
     """Model calls as /metrics shows them, over every stage, model and outcome."""
     return sum(v for (name, _labels), v in (await scrape(client)).items() if name == "datawell_model_calls_total")
+
+
+async def test_each_rule_that_changed_a_query_is_an_event_on_its_nodes_span(
+    client: httpx.AsyncClient, alice: Account, sales: str, exporter: InMemorySpanExporter, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 47: one span event per applied rewrite rule, on the node it ran in."""
+    chat_model.script[:] = [PlanOutput(query=f"{QUERY} LIMIT 10"), ANSWER]
+    exporter.clear()
+    response = await client.post(
+        "/api/v1/query/autorag",
+        json={"namespace": "sales", "query": "List what each customer paid"},
+        headers=alice.headers,
+    )
+    assert response.status_code == 200
+    spans = list(exporter.get_finished_spans())
+    events = [
+        (s.name, e.name, dict(e.attributes or {})) for s in spans for e in s.events if e.name.startswith("rewrite")
+    ]
+    assert events == [
+        (
+            "node check",
+            "rewrite drop_unasked_limit",
+            {
+                "datawell.rewrite.rule": "drop_unasked_limit",
+                "datawell.rewrite.before": f"{QUERY} LIMIT 10",
+                "datawell.rewrite.after": QUERY,
+                "datawell.rewrite.reason": "dropped LIMIT 10: the question asks for every row",
+            },
+        )
+    ]

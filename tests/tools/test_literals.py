@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from datawell.errors import Forbidden
-from datawell.tools.literals import match_literals, names_left_out, question_names, where_stored
+from datawell.tools.literals import match_literals, names_left_out, where_stored
+from datawell.tools.rewrite.lexicon import question_names
 from tests.tools.conftest import World
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.mend import filter_where_stored, mend, reroute_joins
+from datawell.tools.mend import filter_where_stored
+from datawell.tools.rewrite.groups import mend, reroute_joins
 
 NAMESPACE = NamespaceRef("n1", "alice", "school")
 

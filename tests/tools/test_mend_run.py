@@ -49,7 +49,14 @@ async def test_a_column_read_through_the_wrong_alias_runs_mended(
         "SELECT o.order_id, SUM(r.amount) AS refunded FROM orders AS o "
         "JOIN refunds AS r ON r.order_id = o.order_id GROUP BY o.order_id ORDER BY o.order_id"
     )
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [c["rule"] for c in events[0].changes] == ["requalify_columns"]
+    assert events[0].changes[-1]["after"] == events[0].query
+    assert events[0].model_query == (
+        "SELECT o.order_id, SUM(o.amount) AS refunded FROM orders AS o "
+        "JOIN refunds AS r ON r.order_id = o.order_id GROUP BY o.order_id ORDER BY o.order_id"
+    )
+    assert events[0].model_copy(update={"model_query": "", "changes": []}) == QueryGenerated(
         query=mended, reasoning="written by the query model; mended: o.amount read as r.amount", attempts=1
     )
     assert isinstance(events[1], RowsReady)
@@ -68,7 +75,11 @@ async def test_a_mended_query_is_fitted_as_a_written_one_is(
 
     events = await ask(services, refunds, "Which customers got refunds?")
 
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [c["rule"] for c in events[0].changes] == ["requalify_columns", "rows_once_through_filtering_joins"]
+    assert events[0].changes[-1]["after"] == events[0].query
+    assert events[0].model_query == (query)
+    assert events[0].model_copy(update={"model_query": "", "changes": []}) == QueryGenerated(
         query="SELECT DISTINCT o.customer FROM orders AS o JOIN refunds AS r ON r.order_id = o.order_id "
         "ORDER BY o.customer",
         reasoning="written by the query model; mended: r.customer read as o.customer; each row shown once: "
@@ -95,7 +106,13 @@ async def test_a_join_a_mend_drops_no_longer_merges_rows(
 
     events = await ask(services, refunds, "Were Ada's orders paid?")
 
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [c["rule"] for c in events[0].changes] == ["requalify_columns", "drop_dead_joins"]
+    assert events[0].changes[-1]["after"] == events[0].query
+    assert events[0].model_query == (
+        "SELECT o.paid FROM orders AS o JOIN refunds AS r ON o.refund_id = r.refund_id WHERE r.customer = 'Ada'"
+    )
+    assert events[0].model_copy(update={"model_query": "", "changes": []}) == QueryGenerated(
         query="SELECT o.paid FROM orders AS o WHERE o.customer = 'Ada'",
         reasoning="written by the query model; mended: r.customer read as o.customer; the join of refunds could "
         "not run (o.refund_id, r.refund_id) and nothing else read it: dropped",
@@ -188,7 +205,14 @@ async def test_a_filter_nobody_asked_for_that_cannot_run_goes_with_its_join(
 
     events = await ask(services, world, "How much did Ada's orders come to?")
 
-    assert events[0] == QueryGenerated(
+    assert isinstance(events[0], QueryGenerated)
+    assert [c["rule"] for c in events[0].changes] == ["drop_invented_filters"]
+    assert events[0].changes[-1]["after"] == events[0].query
+    assert events[0].model_query == (
+        "SELECT SUM(o.total) AS spent FROM orders AS o JOIN shops AS s ON o.shop_id = s.shop_id "
+        "WHERE o.customer = 'Ada' AND s.country = 'France'"
+    )
+    assert events[0].model_copy(update={"model_query": "", "changes": []}) == QueryGenerated(
         query="SELECT SUM(o.total) AS spent FROM orders AS o WHERE o.customer = 'Ada'",
         reasoning="written by the query model; mended: filters on text the question never mentions, one of which "
         "could not run, dropped: s.country = 'France'; the join of shops, read for nothing else: dropped",

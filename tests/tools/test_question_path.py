@@ -69,7 +69,7 @@ async def test_a_one_query_question_checks_access_once_and_prepares_its_query_on
         event.remove(engine, "before_cursor_execute", seen)
 
     assert events == [
-        QueryGenerated(query=COUNT, reasoning="written by the query model", attempts=1),
+        QueryGenerated(query=COUNT, reasoning="written by the query model", attempts=1, model_query=COUNT),
         RowsReady(query=COUNT, rows=[{"n": 5, "__metadata": {"dataset": ORDERS}}]),
     ]
     assert len(access_reads) == 1

@@ -8,11 +8,11 @@ import pytest
 
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.rewrite.groups import fit_shape
 from datawell.tools.shape import (
     compute_the_ratio_asked,
     count_the_things_asked,
     filter_the_end_asked,
-    fit_shape,
     group_per_asked,
     label_rows,
 )

@@ -183,6 +183,7 @@ async def step(
     nl2ql: CompiledStateGraph[QueryState, QueryContext, QueryInput, QueryState],
 ) -> tuple[StepResult, int]:
     emit(StepStarted(index=index, instruction=planned["instruction"]))
+    written: tuple[str, list[dict[str, str]]] = ("", [])  # issue 47: the query as written, the rules' changes
     if planned["kind"] == "web":
         result = await web_step(index, planned, deps)
     else:
@@ -215,6 +216,7 @@ async def step(
             error=out.error or (f"the query writer refused: {out.refusal}" if out.refusal else ""),
         )
         spent += out.tokens
+        written = (out.model_query, out.changes)
     emit(
         StepFinished(
             index=index,
@@ -223,6 +225,8 @@ async def step(
             reasoning=result["reasoning"],
             rows=result["rows"],
             error=result["error"] or None,
+            model_query=written[0],
+            changes=written[1],
         )
     )
     return result, spent

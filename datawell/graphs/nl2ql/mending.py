@@ -6,7 +6,6 @@ statement that changes data named)."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import sqlglot
@@ -15,95 +14,69 @@ from sqlglot import exp
 from datawell.errors import QueryError
 from datawell.graphs.nl2ql.deps import QueryDeps
 from datawell.graphs.nl2ql.state import QueryContext
+from datawell.observability import recorder as recording
 from datawell.tools.catalog import Catalog
-from datawell.tools.literals import match_literals
-from datawell.tools.mend import mend, reroute_joins
+from datawell.tools.literals import Matched, match_literals
 from datawell.tools.names import NameTriage, flagged, query_names, triage
-from datawell.tools.shape import (
-    DIRECTED,
-    asked_per,
-    compute_the_ratio_asked,
-    count_the_things_asked,
-    filter_the_end_asked,
-    fit_shape,
-    group_per_asked,
-    label_rows,
-)
+from datawell.tools.rewrite.change import Change, Context
+from datawell.tools.rewrite.driver import Rewritten, rewrite
+from datawell.tools.rewrite.registry import BEFORE_RUN, LITERAL_RULES, MEND_RULES, ON_REFUSAL, SHAPE_RULES, active
 
 log = logging.getLogger(__name__)
 
-JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
-# A query that may aggregate: one that does not lists rows, which may need their names.
-AGGREGATES = re.compile(r"\b(?:group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)
-COUNTS = re.compile(r"\bcount\s*\(\s*(?!\*|distinct\b)", re.IGNORECASE)  # a COUNT of a column
+
+def switched_off(deps: QueryDeps) -> frozenset[str]:
+    """The rules a run does not apply: those named off, and the groups of the coarse switches."""
+    off = set(deps.rules_off)
+    for on, group in ((deps.fit_shape, SHAPE_RULES), (deps.match_literals, LITERAL_RULES), (deps.mend, MEND_RULES)):
+        off |= set() if on else group
+    return frozenset(off)
+
+
+def _context(deps: QueryDeps, context: QueryContext, question: str, catalog: Catalog | None) -> Context:
+    async def read_catalog() -> Catalog:
+        return await deps.tools.catalog(context.caller, context.namespace)
+
+    async def match_values(query: str, rules: frozenset[str], held: Catalog | None) -> Matched:
+        return await match_literals(deps.tools, context.caller, context.namespace, query, rules, held)
+
+    return Context(question, deps.show_measure, catalog, read_catalog, match_values)
 
 
 async def fitted(
     deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
-) -> tuple[str, list[str]]:
-    """`_fitted`, or the query as written when a rule cannot read it: the text is bounded before
-    any rule runs (`checker.bounds`), so a RecursionError here is a rule's own recursion, and
-    the checker, which reads every query iteratively, says what is wrong with the query."""
+) -> tuple[str, list[Change]]:
+    """The query with the before-run rules applied (tools/rewrite/registry.BEFORE_RUN: its
+    shape fitted to the question, its joins rerouted, its literals matched to stored values),
+    but those switched off, and the changes they made. The catalog is read only when an active
+    rule reads it, unless the caller, which holds it already, passes it as `catalog`.
+
+    The text is bounded before any rule runs (`checker.bounds`, issue 51), so a RecursionError
+    here is a rule's own: the query then goes on as written to the checker, which reads every
+    query iteratively and says what is wrong with it."""
+    rules = active(BEFORE_RUN, switched_off(deps))
     try:
-        return await _fitted(deps, context, question, query, catalog)
+        done = await rewrite(rules, query, _context(deps, context, question, catalog))
     except RecursionError:
         log.warning("a rewrite rule could not read a query of %d characters; it runs as written", len(query))
         return query, []
+    recorded(done.changes)
+    return done.query, done.changes
 
 
-async def _fitted(
-    deps: QueryDeps, context: QueryContext, question: str, query: str, catalog: Catalog | None = None
-) -> tuple[str, list[str]]:
-    """The query with its shape fitted to the question (tools/shape.py), a filter on one end of
-    a move read on the end the question puts its value at (tools/shape.filter_the_end_asked),
-    a join of two different tables' keys read through the dataset linking them and a join of a
-    number with a text read on the text table's key (tools/mend.reroute_joins), listed values
-    given their rows' names (tools/shape.label_rows), another table's key counted once per
-    thing (tools/shape.count_the_things_asked), the ratio asked for computed from the two
-    numbers selected (tools/shape.compute_the_ratio_asked), and its text literals matched to stored values
-    (tools/literals.py), and what changed, in words. A caller that holds the namespace's
-    `catalog` already passes it."""
-    changes: list[str] = []
-    if deps.fit_shape:
-        shaped = fit_shape(query, question, show_measure=deps.show_measure)
-        query = shaped.query
-        changes += shaped.changes
-        per = asked_per(question)
-        # The catalog's rules run only when one may apply: a join to reroute, "per X" to group
-        # by, rows to name, or a column at one end of a move; only then is the catalog read,
-        # if the caller has not.
-        if not (
-            per or JOIN.search(query) or not AGGREGATES.search(query) or DIRECTED.search(query) or COUNTS.search(query)
-        ):
-            catalog = None
-        elif catalog is None:
-            catalog = await deps.tools.catalog(context.caller, context.namespace)
-        if catalog is not None:
-            ends = filter_the_end_asked(query, question, catalog)
-            query = ends.query
-            changes += ends.changes
-            rerouted = reroute_joins(query, catalog)
-            query = rerouted.query
-            changes += rerouted.changes
-            if per:
-                grouped = group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
-                query = grouped.query
-                changes += grouped.changes
-            labelled = label_rows(query, question, catalog)
-            query = labelled.query
-            changes += labelled.changes
-            counted = count_the_things_asked(query, question, catalog)
-            query = counted.query
-            changes += counted.changes
-        ratio = compute_the_ratio_asked(query, question)  # after the counts: it divides them as they count
-        query = ratio.query
-        changes += ratio.changes
-    if deps.match_literals:
-        matched = await match_literals(deps.tools, context.caller, context.namespace, query)
-        if matched.changes:
-            query = matched.query
-            changes.append(f"literals matched to the data: {'; '.join(matched.changes)}")
-    return query, changes
+def recorded(changes: list[Change]) -> None:
+    """The changes on the run's record and trace (one span event a rule), when a run records."""
+    if (recorder := recording.current()) is not None:
+        for change in changes:
+            recorder.rewrote(change.rule, change.before, change.after, change.reason)
+
+
+def in_words(changes: list[Change]) -> list[str]:
+    """The changes as the run's reasoning says them: one item a rule, the literals' in one."""
+    words = [c.reason for c in changes if c.rule not in LITERAL_RULES]
+    if matched := [c.reason for c in changes if c.rule in LITERAL_RULES]:
+        words.append(f"literals matched to the data: {'; '.join(matched)}")
+    return words
 
 
 def unknown_names(catalog: Catalog, question: str, query: str, exc: QueryError) -> NameTriage:
@@ -138,22 +111,27 @@ def data_change(query: str) -> str:
 async def mended(
     deps: QueryDeps, context: QueryContext, catalog: Catalog, question: str, query: str, reasoning: str
 ) -> dict[str, Any]:
-    """The state update that runs the refused `query`, as the model wrote it, mended
-    (tools/mend.py) and then fitted as a written query is (`fitted`: a rule of its may apply
-    only once the names are right, and one that fitted the refused query may no longer hold),
-    when a mend rule changes it and the checker accepts the result; else {}."""
-    if not deps.mend:
+    """The state update that runs the refused `query`, as the model wrote it, mended (the
+    on-refusal rules, tools/rewrite/registry.ON_REFUSAL) and then fitted as a written query is
+    (`fitted`: a rule of its may apply only once the names are right, and one that fitted the
+    refused query may no longer hold), when a mend rule changes it and the checker accepts the
+    result; else {}. The update carries every change, the mends' first."""
+    rules = active(ON_REFUSAL, switched_off(deps))
+    if not rules:
         return {}
+    written = query
     try:
-        found = mend(query, catalog, question)
+        found: Rewritten = await rewrite(rules, query, _context(deps, context, question, catalog))
     except RecursionError:  # see `fitted`
         return {}
     if not found.changes:
         return {}
+    recorded(found.changes)  # applied, whether or not the checker then accepts the mended query
     query, fits = await fitted(deps, context, question, found.query, catalog)
     try:
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)
     except QueryError:
         return {}
-    reasoning = f"{reasoning}; mended: {'; '.join([*found.changes, *fits])}".lstrip("; ")
-    return {"draft": query, "prepared": prepared, "reasoning": reasoning}
+    reasoning = f"{reasoning}; mended: {'; '.join([*found.reasons, *in_words(fits)])}".lstrip("; ")
+    changes = [c.as_dict() for c in [*found.changes, *fits]]
+    return {"draft": query, "prepared": prepared, "reasoning": reasoning, "model_query": written, "changes": changes}

@@ -4,7 +4,6 @@ the graph's dependencies, returning a partial state; routers return the next nod
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any, Literal, cast
 
 from langchain_core.messages import BaseMessage
@@ -14,7 +13,8 @@ from langgraph.runtime import Runtime
 from datawell.errors import QueryError
 from datawell.graphs.events import QueryGenerated, RowsReady, emit
 from datawell.graphs.nl2ql.deps import QueryDeps
-from datawell.graphs.nl2ql.mending import data_change, fitted, mended, unknown_names
+from datawell.graphs.nl2ql.feedback import blind_feedback, doubt, failure_feedback
+from datawell.graphs.nl2ql.mending import data_change, fitted, in_words, mended, unknown_names
 from datawell.graphs.nl2ql.state import QueryContext, QueryDraft, QueryState, ResultRows
 from datawell.graphs.nl2ql.voting import run_candidates, sampling, vote
 from datawell.graphs.prefix import stage_messages
@@ -33,30 +33,6 @@ from datawell.tools.ql import QueryResult
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
 DONE = cast(Literal["__end__"], END)
-
-
-def failure_feedback(query: str, exc: QueryError, what: str = "was refused", hints: list[str] | None = None) -> str:
-    """What the next attempt is told of a failed query: the query, then its problems."""
-    lines = [f"Your previous query was:\n{query}", *_problems(exc, f"It {what}", hints)]
-    return "\n".join([*lines, "Write a corrected query that follows the rules."])
-
-
-def blind_feedback(exc: QueryError, what: str = "was refused", hints: list[str] | None = None) -> str:
-    """The problems of a failed query without the query itself. Shown its refused query, the
-    small query writer tends to send it back word for word, at any temperature; told only
-    what was wrong, it writes the query anew (see `generate`)."""
-    lines = _problems(exc, f"A first query {what}", hints)
-    return "\n".join([*lines, "Write a query that avoids these problems and follows the rules."])
-
-
-def _problems(exc: QueryError, opening: str, hints: list[str] | None) -> list[str]:
-    lines = [f"{opening}: {exc.message}", *(f"- {s.message}" for s in exc.sub_errors)]
-    if exc.detail:
-        lines.append(exc.detail)
-    if hints:
-        lines.append("What the whole catalog says of those names:")
-        lines += [f"- {hint}" for hint in hints]
-    return lines
 
 
 async def catalog(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps) -> dict[str, Any]:
@@ -179,9 +155,13 @@ async def vote_on_candidates(
     none ran."""
     queries = [d.query.strip() for d in drafts if d is not None and d.query.strip()]
 
+    changed: dict[str, list[dict[str, str]]] = {}  # each candidate's changes: the winner's are kept
+
     async def run_one(query: str) -> QueryResult:
         bound(query, deps.caps)  # issue 51: before any rule parses it
-        query, _ = await fitted(deps, context, question, query)
+        written = query
+        query, changes = await fitted(deps, context, question, query)
+        changed[written] = [c.as_dict() for c in changes]
         prepared = await deps.tools.prepare(context.caller, context.namespace, query)  # as the check node does
         return await deps.tools.run(context.caller, context.namespace, prepared)
 
@@ -189,7 +169,14 @@ async def vote_on_candidates(
     if not ran:
         return {}
     winner, agreeing = vote(ran)
-    found = ResultRows(query=winner.result.query, rows=winner.result.rows, truncated=winner.result.truncated)
+    written = queries[winner.rank]
+    found = ResultRows(
+        query=winner.result.query,
+        rows=winner.result.rows,
+        truncated=winner.result.truncated,
+        model_query=written,
+        changes=changed.get(written, []),
+    )
     reasoning = f"written by the query model; {agreeing} of {len(drafts)} candidates agree on this result"
     return finish(found, reasoning, 1) | {"reasoning": reasoning, "draft": winner.result.query}
 
@@ -229,7 +216,12 @@ def settle(state: QueryState, update: dict[str, Any]) -> dict[str, Any]:
 def finish(result: ResultRows, reasoning: str, attempts: int) -> dict[str, Any]:
     # Announced once the query has run, so a repaired run-time failure never announces
     # two queries: consumers see exactly one QueryGenerated before its RowsReady.
-    emit(QueryGenerated(query=result["query"], reasoning=reasoning, attempts=attempts))
+    model_query, changes = result.get("model_query", result["query"]), result.get("changes", [])
+    emit(
+        QueryGenerated(
+            query=result["query"], reasoning=reasoning, attempts=attempts, model_query=model_query, changes=changes
+        )
+    )
     emit(RowsReady(query=result["query"], rows=result["rows"], truncated=result["truncated"]))
     return {**result, "feedback": "", "error": "", "refusal": ""}
 
@@ -241,13 +233,13 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
     except QueryError as exc:  # told without the query: it may be as long as the limit allows
         told = {"feedback": blind_feedback(exc), "blind_feedback": blind_feedback(exc)}
         return settle(state, told | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
-    update: dict[str, Any] = {}
+    update: dict[str, Any] = {"model_query": state["draft"], "changes": []}  # issue 47: this attempt's
     # --- issue 27: the query fitted to the question and the data before it is prepared ---
     if state["draft"].strip() != state.get("verified"):  # a verified example's query runs as it was verified
         query, changes = await fitted(deps, context, state["question"], state["draft"])
         if changes:
-            reasoning = f"{state.get('reasoning', '')}; {'; '.join(changes)}"
-            update = {"draft": query, "reasoning": reasoning.lstrip("; ")}
+            reasoning = f"{state.get('reasoning', '')}; {'; '.join(in_words(changes))}"
+            update |= {"draft": query, "reasoning": reasoning.lstrip("; "), "changes": [c.as_dict() for c in changes]}
     # --- end issue 27 ---
     query = update.get("draft", state["draft"])
     try:
@@ -311,7 +303,13 @@ async def run(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDeps
         feedback = failure_feedback(query, exc, "failed when it ran")
         update = {"feedback": feedback, "blind_feedback": blind_feedback(exc, "failed when it ran")}
         return settle(state, update | _give_up_if_spent(state.get("attempts", 0), deps, _summary(exc)))
-    found = ResultRows(query=result.query, rows=result.rows, truncated=result.truncated)
+    found = ResultRows(
+        query=result.query,
+        rows=result.rows,
+        truncated=result.truncated,
+        model_query=state.get("model_query", query),
+        changes=state.get("changes", []),
+    )
     doubted = state.get("doubted")
     if doubted is not None and doubted["rows"] and not found["rows"]:
         return finish(doubted, reasoning, state.get("attempts", 1))  # a repair never loses rows found
@@ -349,30 +347,6 @@ async def _where_the_texts_are(
             for f in unsaid_filters(query, question)
         ]
     return said + await names_left_out(deps.tools, context.caller, context.namespace, question, query)
-
-
-# Words of a question that asks for the largest, smallest, first or last items.
-EXTREMES = re.compile(
-    r"\b(top|most|least|highest|lowest|largest|smallest|biggest|best|worst|first|last|latest|earliest|"
-    r"cheapest|fewest|maximum|minimum)\b",
-    re.I,
-)
-ORDERED = re.compile(r"\border\s+by\b|\b(max|min)\s*\(", re.I)
-
-
-def doubt(question: str, query: str, rows: list[dict[str, Any]]) -> str:
-    """Why a result that ran may still not answer the question, or "" when nothing looks
-    wrong: no rows, only NULLs, or a question about extremes answered without ordering."""
-    if not rows:
-        return (
-            "It ran but returned no rows. If the question expects rows, compare the filter values with the "
-            "values the catalog shows (spelling, case, date format) and check the joins."
-        )
-    if all(value is None for row in rows for key, value in row.items() if not key.startswith("__")):
-        return "It ran but every value it returned is NULL: check the columns and the joins."
-    if EXTREMES.search(question) and not ORDERED.search(query):
-        return "The question asks for the top or extreme items, but the query has no ORDER BY (or MAX/MIN)."
-    return ""
 
 
 def _summary(exc: QueryError) -> str:

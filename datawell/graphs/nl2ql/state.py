@@ -5,7 +5,7 @@ namespace and model choices arrive as the run's context."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -56,6 +56,9 @@ class ResultRows(TypedDict):
     query: str
     rows: list[dict[str, Any]]
     truncated: bool
+    # issue 47: the query as the model (or caller) wrote it, and the rules that made `query` of it
+    model_query: NotRequired[str]
+    changes: NotRequired[list[dict[str, str]]]
 
 
 class QueryState(QueryInput, total=False):
@@ -68,6 +71,10 @@ class QueryState(QueryInput, total=False):
     feedback: str  # why the latest attempt failed, for the next one
     blind_feedback: str  # the same without the failed query: asked again when a repair repeats it
     query: str  # the query that ran
+    # issue 47: the latest attempt's query as written, and each rule's change of it
+    # ({rule, before, after, reason}: tools/rewrite/change.Change)
+    model_query: str
+    changes: list[dict[str, str]]
     rows: list[dict[str, Any]]
     truncated: bool
     refusal: str  # the model's reason the datasets cannot answer
@@ -92,6 +99,8 @@ class QueryOutcome:
     tokens: int
     refusal: str  # the model's reason the datasets cannot answer
     error: str  # why the run gave up
+    model_query: str = ""  # the query as written, before the service's rules changed it
+    changes: list[dict[str, str]] = field(default_factory=list)  # {rule, before, after, reason}
 
     @classmethod
     def of(cls, state: QueryState) -> QueryOutcome:
@@ -103,6 +112,8 @@ class QueryOutcome:
             tokens=state.get("tokens", 0),
             refusal=state.get("refusal", ""),
             error=state.get("error", ""),
+            model_query=state.get("model_query", ""),
+            changes=state.get("changes", []),
         )
 
 

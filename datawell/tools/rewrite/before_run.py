@@ -1,0 +1,117 @@
+"""The rules that run before a query runs (bodies in tools/shape.py, mend.py, literals.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from datawell.tools import mend, shape
+from datawell.tools.catalog import Catalog
+from datawell.tools.mend import Mended
+from datawell.tools.rewrite.change import Context, Reads, Rule, Scope, Tier
+from datawell.tools.rewrite.period_for_first_day import period_for_first_day
+
+
+def _tree(body: Callable[[exp.Query], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
+    return lambda tree, _: (tree, body(tree))
+
+
+def _worded(body: Callable[[exp.Query, str], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
+    return lambda tree, context: (tree, body(tree, context.question))
+
+
+def _ranking_measure(tree: exp.Query, context: Context) -> tuple[exp.Query, str]:
+    # A question that says what to show ("Give the doctor's name") is answered with that alone.
+    if context.show_measure or not shape.SHOWS.search(context.question):
+        return tree, shape.select_ranking_measure(tree)
+    return tree, ""
+
+
+def _with_catalog(
+    body: Callable[[str, str, Catalog], shape.Shaped | Mended],
+) -> Callable[[str, Context], tuple[str, list[str]]]:
+    def apply(query: str, context: Context) -> tuple[str, list[str]]:
+        assert context.catalog is not None  # the driver runs a rule that reads it only with it
+        done = body(query, context.question, context.catalog)
+        return done.query, done.changes
+
+    return apply
+
+
+def _per_asked(query: str, question: str, catalog: Catalog) -> shape.Shaped:
+    if not shape.asked_per(question):
+        return shape.Shaped(query, [])
+    return shape.group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
+
+
+def _ratio(query: str, context: Context) -> tuple[str, list[str]]:
+    done = shape.compute_the_ratio_asked(query, context.question)
+    return done.query, done.changes
+
+
+def _mistyped(scope: Scope, _: Context) -> list[str]:
+    return mend.reroute_mistyped_joins(scope.select, scope.sources)
+
+
+def _crossed(scope: Scope, _: Context) -> list[str]:
+    return mend.reroute_crossed_keys(scope.select, scope.sources, scope.catalog, scope.defined, scope.tree)
+
+
+R: Tier = "repair"
+W: Tier = "wording"
+Q: Reads = "question"
+C: Reads = "catalog"
+V: Reads = "values"
+
+RULES = (
+    Rule("group_union_per_value", "before_run", W, (), "tree",
+         lambda tree, _: shape.group_a_union_per_value(tree),
+         "a UNION of one aggregate per value of a column gives numbers nobody can tell apart: grouped by it",
+         case="advising-08"),
+    Rule("drop_unasked_limit", "before_run", W, (Q,), "tree", _worded(shape.drop_unasked_limit),
+         "a LIMIT the question names no number or superlative for hides rows (the prompt's rules 7 and 8)"),
+    Rule("divide_as_fractions", "before_run", R, (), "tree", _tree(shape.divide_as_fractions),
+         "a division of two integer columns is 0 in both stores: the dividend is cast to a fraction"),
+    Rule("whole_numbers_asked", "before_run", W, (Q,), "tree", _worded(shape.whole_numbers_asked),
+         "a question asking for an integer gets computed values cast to one", case="atis-05"),
+    Rule("select_group_keys", "before_run", R, (), "tree", _tree(shape.select_group_keys),
+         "aggregates selected without their GROUP BY columns cannot be told apart: the keys are selected"),
+    Rule("rows_not_extremes", "before_run", R, (), "tree", _tree(shape.rows_not_extremes),
+         "MIN/MAX of a column beside plain columns, ordered by that column, without GROUP BY: the column"),
+    Rule("rows_once_through_filtering_joins", "before_run", W, (), "tree",
+         _tree(shape.rows_once_through_filtering_joins),
+         "columns of one table through joins that only filter repeat its rows: SELECT DISTINCT",
+         case="academic-09"),
+    Rule("skip_key_passing_joins", "before_run", W, (), "tree", _tree(shape.skip_key_passing_joins),
+         "under an aggregate, a join that only passes a key along repeats the rows aggregated: dropped",
+         case="advising-07"),
+    Rule("period_for_first_day", "before_run", W, (Q,), "tree", _worded(period_for_first_day),
+         "an equality with the first day of the month or year the question names becomes that period"),
+    Rule("drop_placeholder_filters", "before_run", W, (Q,), "tree", _worded(shape.drop_placeholder_filters),
+         "a filter to a placeholder ('NONE', 'N/A') the question never asks for goes", case="atis-08"),
+    Rule("select_ranking_measure", "before_run", W, (Q,), "tree", _ranking_measure,
+         "a ranking's hidden measure is selected, unless the question says what to show"),
+    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.filter_the_end_asked),
+         "a value filtered at one end of a move (from/to) is read at the end the question puts it",
+         case="atis-11"),
+    Rule("reroute_mistyped_joins", "before_run", R, (C,), "select", _mistyped,
+         "a join of a number with a text (PostgreSQL refuses it, SQLite pairs nothing) reads the text table's key"),
+    Rule("reroute_crossed_keys", "before_run", R, (C,), "select", _crossed,
+         "a join of two different tables' keys goes through the one dataset that links them",
+         case="academic (keys of an initial + id)"),
+    Rule("group_per_asked", "before_run", W, (Q, C), "text", _with_catalog(_per_asked),
+         "an aggregate asked 'per X' without its groups is grouped by the column X names"),
+    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(shape.label_rows),
+         "values listed of rows the question names, without a name: the rows' name column is selected",
+         case="advising-29"),
+    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.count_the_things_asked),
+         "a COUNT of another table's key, where the question asks how many of its things: COUNT(DISTINCT)",
+         case="academic-14"),
+    Rule("compute_the_ratio_asked", "before_run", W, (Q,), "text", _ratio,
+         "a ratio asked for, with its two numbers selected but not divided: divided", case="academic-14"),
+    Rule("match_stored_values", "before_run", R, (C, V), "values", None,
+         "a text literal no value of its column is, but one or several stored values match, is read as them"),
+    Rule("filter_where_stored", "before_run", R, (C, V), "values", None,
+         "a text its column never holds, stored by one column the query can reach: the filter reads that column"),
+)  # fmt: skip

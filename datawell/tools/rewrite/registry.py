@@ -1,0 +1,68 @@
+"""Every rewrite rule by name, the ordered program of each phase, and the switches.
+
+The order of a phase is its tuple's. What depends on what (tests/tools/test_rewrite.py pins
+each of these):
+
+before_run
+- group_union_per_value first: it replaces a UNION by one SELECT, which the others then read.
+- divide_as_fractions before whole_numbers_asked: a ratio asked "as an integer" is the
+  integer of the fraction, not of a whole-number division.
+- drop_unasked_limit before select_ranking_measure: a plain column counts as ranked only
+  under a LIMIT, so the measure of a ranking whose LIMIT went is not added.
+- rows_once_through_filtering_joins before select_ranking_measure and label_rows: its
+  DISTINCT turns both off (a DISTINCT query keeps the columns it was written with).
+- reroute_mistyped_joins and reroute_crossed_keys before group_per_asked, label_rows and
+  count_the_things_asked: those read the tables the query joins, once rerouted.
+- group_per_asked before label_rows: a grouped query lists no rows to name.
+- count_the_things_asked before compute_the_ratio_asked: the ratio divides the counts as
+  they then count.
+- filter_the_end_asked before match_stored_values: a literal is matched on the column the
+  question puts it at; match_stored_values before filter_where_stored: only a text no value
+  of its column holds moves to another column.
+
+on_refusal
+- drop_invented_filters first: the columns a SELECT reads are counted after it (for
+  drop_dead_joins), before any slip rule moves one.
+- near_column_names, swap_tables, bridge_joins, join_missing_table and requalify_columns
+  before drop_dead_joins: it drops a join they left read for nothing.
+- column_named_by_question last: a name the other rules read otherwise is not picked by words.
+Then the mended query is fitted by `BEFORE_RUN` afresh (graphs/nl2ql/mending.mended).
+
+on_empty: no rule rewrites an empty result; its repair is told, by the model, where the
+filters' texts are stored (tools/literals.where_stored) and which the question never says."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from datawell.tools.rewrite import before_run, on_refusal
+from datawell.tools.rewrite.change import Rule
+
+BEFORE_RUN: tuple[Rule, ...] = before_run.RULES
+ON_REFUSAL: tuple[Rule, ...] = on_refusal.RULES
+ON_EMPTY: tuple[Rule, ...] = ()
+
+RULES: dict[str, Rule] = {rule.name: rule for rule in (*BEFORE_RUN, *ON_REFUSAL, *ON_EMPTY)}
+
+# The coarse switches of earlier releases, as the groups of rules they turn off.
+LITERAL_RULES = frozenset(r.name for r in BEFORE_RUN if r.kind == "values")
+SHAPE_RULES = frozenset(r.name for r in BEFORE_RUN) - LITERAL_RULES
+MEND_RULES = frozenset(r.name for r in ON_REFUSAL)
+
+ALL = "all"  # the switch's word for every rule
+
+
+def disabled_rules(names: str) -> frozenset[str]:
+    """The rules switched off by these comma-separated names (`all`: every rule); an unknown
+    name is an error that lists the known ones."""
+    wanted = {n.strip() for n in names.split(",") if n.strip()}
+    if ALL in wanted:
+        return frozenset(RULES)
+    if unknown := sorted(wanted - RULES.keys()):
+        raise ValueError(f"unknown query rule(s) {', '.join(unknown)}; the rules are: {', '.join(RULES)}, or {ALL}")
+    return frozenset(wanted)
+
+
+def active(rules: Iterable[Rule], off: frozenset[str]) -> tuple[Rule, ...]:
+    """The rules of a phase, in order, but those switched off."""
+    return tuple(r for r in rules if r.name not in off)
