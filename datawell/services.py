@@ -22,7 +22,7 @@ from datawell.storage.objects import LocalObjectStore, ObjectStore
 from datawell.storage.rows import RowStore
 from datawell.storage.s3 import S3ObjectStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
-from datawell.storage.vectors import VectorStore
+from datawell.storage.vectors import VectorStore, open_vector_store
 from datawell.tools import sandbox
 from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
@@ -116,8 +116,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     embedder = overrides.embedder or default_embedder(settings)
     await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
-    vectors = VectorStore(
-        embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
+    vectors = open_vector_store(
+        embedder.dimension, url=settings.qdrant_url, folder=settings.data_dir / "vectors", space=embedder.space
     )
     limits, caps = sandbox.Limits.of(settings), settings.group(Caps, "query_max_")
     query_tools = QueryTools(db, rows, vectors, embedder, row_cap=settings.query_row_cap, limits=limits, caps=caps)
