@@ -17,6 +17,7 @@ from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
+from datawell.storage.migration import convert_local_mode
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore
 from datawell.storage.rows import RowStore
@@ -116,6 +117,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     embedder = overrides.embedder or default_embedder(settings)
     await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
+    if settings.qdrant_url is None:
+        await convert_local_mode(settings.data_dir / "qdrant", settings.data_dir / "vectors", embedder.dimension)
     vectors = open_vector_store(
         embedder.dimension, url=settings.qdrant_url, folder=settings.data_dir / "vectors", space=embedder.space
     )

@@ -20,6 +20,7 @@ import pytest
 
 from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.storage.migration import convert_local_mode
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
@@ -200,3 +201,21 @@ async def test_an_index_killed_while_written_opens_with_every_committed_point_se
         [hit] = await store.search(ROWS, "a", vector_of(f"batch{batch} row5"), limit=1)
         assert hit.payload["text"] == f"batch{batch} row5"
     await store.close()
+
+
+async def test_a_data_folder_of_local_mode_vectors_is_converted_once_and_removed(tmp_path: Path) -> None:
+    old = QdrantVectorStore(DIMENSION, path=tmp_path / "qdrant", space="minilm-static")
+    rows, fields = await points(["red apple pie", "blue sky"], ingestion_id="i1"), await points(["customer"])
+    await old.upsert(ROWS, "a", rows)
+    await old.upsert(FIELDS, "a", fields)
+    await old.close()
+
+    assert await convert_local_mode(tmp_path / "qdrant", tmp_path / "vectors", DIMENSION) == 3
+    assert not (tmp_path / "qdrant").exists()
+    store = EmbeddedVectorStore(DIMENSION, tmp_path / "vectors", space="minilm-static")
+    hits = await store.search(ROWS, "a", rows[0].vector, limit=5)
+    assert (hits[0].id, hits[0].payload["text"]) == (rows[0].id, "red apple pie")
+    assert await store.count(ROWS, "a") == 2 and await store.count(FIELDS, "a") == 1
+    assert await store.delete(ROWS, "a", ingestion_id="i1") == 2  # the payload still names the attempt
+    await store.close()
+    assert await convert_local_mode(tmp_path / "qdrant", tmp_path / "vectors", DIMENSION) == 0
