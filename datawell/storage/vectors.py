@@ -1,6 +1,6 @@
-"""What every vector store offers (`VectorStore`), the points and hits it takes and gives,
-and which store a deployment gets (`open_vector_store`): a Qdrant server when
-DATAWELL_QDRANT_URL names one, else the embedded on-disk index in the data folder.
+"""What every vector store offers (`VectorStore`) and the points and hits it takes and gives.
+A deployment gets a Qdrant server when DATAWELL_QDRANT_URL names one (`storage/qdrant.py`),
+else the embedded on-disk index in the data folder (`storage/vector_index.py`).
 
 Collections named by callers (`ROWS`, `FIELDS`) are stored under names that carry the
 embedder's `space`, so vectors of another model (an earlier setting) are never compared with
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 ROWS = "rows"
@@ -75,14 +74,3 @@ class VectorStore(Protocol):
 
 def stored_name(collection: str, space: str) -> str:
     return f"{collection}-{space}" if space else collection
-
-
-def open_vector_store(dimension: int, *, url: str | None, folder: Path, space: str) -> VectorStore:
-    """A Qdrant server when `url` is set, else the embedded index in `folder` (one process at a time)."""
-    if url:
-        from datawell.storage.qdrant import QdrantVectorStore
-
-        return QdrantVectorStore(dimension, url=url, space=space)
-    from datawell.storage.vector_index import EmbeddedVectorStore
-
-    return EmbeddedVectorStore(dimension, folder, space=space)
