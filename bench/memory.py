@@ -138,7 +138,6 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows of the uploaded CSV")
     parser.add_argument("--port", type=int, default=18650)
     parser.add_argument("--folder", type=Path, default=None, help="data folder (default: a new one in /tmp)")
-    parser.add_argument("--cap", type=int, default=None, help="DATAWELL_LOCAL_ROW_VECTORS_MAX (default: its default)")
     parser.add_argument("--no-embed", action="store_true", help="row embeddings off even if minilm-static is cached")
     parser.add_argument(
         "--decimal-comma", action="store_true", help="totals written 12,34: the row-by-row path reads the file"
@@ -169,8 +168,6 @@ def main() -> None:
         env = server_env(folder, args.port, embed)
         if database_url:
             env["DATAWELL_DATABASE_URL"] = database_url
-        if args.cap is not None:
-            env["DATAWELL_LOCAL_ROW_VECTORS_MAX"] = str(args.cap)
         url = f"http://127.0.0.1:{args.port}"
         headers = {"Authorization": f"Bearer {token}"}
         print(

@@ -35,7 +35,7 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import create_dataset
 from datawell.storage.tables import Dataset, User
 from datawell.storage.users import create_user
-from datawell.storage.vectors import ROWS, Point, VectorStore
+from datawell.storage.vectors import ROWS, Point
 from datawell.tools.checker import compile_query, parse
 from datawell.tools.ql import QueryTools, SemanticHits
 from datawell.tools.sandbox import Limits
@@ -248,9 +248,6 @@ async def main() -> None:
     services = await build_services(
         settings, Overrides(models=FixedChatModels(ScriptedChatModel([])), embedder=HashingEmbedder())
     )
-    # Qdrant's local mode on disk takes seconds per thousand points; in memory it is the same search.
-    await services.vectors.close()
-    services.vectors = VectorStore(services.embedder.dimension)
     services.query_tools = QueryTools(
         services.db,
         services.rows,

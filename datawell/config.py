@@ -58,13 +58,9 @@ class Settings(BaseSettings):
     presign_ttl_seconds: int = 3600
 
     # Vectors
-    qdrant_url: str | None = None
-    local_row_vectors_max: int = Field(
-        5_000,
-        ge=0,
-        description="Row vectors the local vector store (no DATAWELL_QDRANT_URL) keeps, over all datasets: it "
-        "holds every point in memory and loads them all at start (about 23 KB a point). Rows past it are not "
-        "embedded and their ingestion says so; a Qdrant server has no such cap.",
+    qdrant_url: str | None = Field(
+        None,
+        description="A Qdrant server for the vectors; unset: the embedded on-disk index in DATA_DIR/vectors.",
     )
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.

@@ -17,11 +17,14 @@ from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
+from datawell.storage.migration import convert_local_mode
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore
+from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.rows import RowStore
 from datawell.storage.s3 import S3ObjectStore
 from datawell.storage.tokens import TokenAuthority, signing_secret, token_authority
+from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import VectorStore
 from datawell.tools import sandbox
 from datawell.tools.checker import Caps
@@ -118,9 +121,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     embedder = overrides.embedder or default_embedder(settings)
     await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
-    vectors = VectorStore(
-        embedder.dimension, url=settings.qdrant_url, path=settings.data_dir / "qdrant", space=embedder.space
-    )
+    vectors = await open_vector_store(settings, embedder)
     limits, caps = sandbox.Limits.of(settings), settings.group(Caps, "query_max_")
     query_tools = QueryTools(db, rows, vectors, embedder, row_cap=settings.query_row_cap, limits=limits, caps=caps)
     await query_tools.start()
@@ -141,6 +142,16 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
         examples=VerifiedExamples(db, queries, settings.query_few_shot_checks),
         scheduler=build_scheduler(settings),
     )
+
+
+async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    """A Qdrant server when DATAWELL_QDRANT_URL is set, else the embedded index in the data
+    folder (one process at a time), with an earlier release's local-mode vectors copied in."""
+    if settings.qdrant_url:
+        return QdrantVectorStore(embedder.dimension, url=settings.qdrant_url, space=embedder.space)
+    folder = settings.data_dir / "vectors"
+    await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
+    return EmbeddedVectorStore(embedder.dimension, folder, space=embedder.space)
 
 
 def build_scheduler(settings: Settings) -> ModelScheduler:

@@ -10,11 +10,12 @@ A row's text is its text fields, `field: value; …`, cut to `ingest_embed_text_
 characters: the model reads at most 128 tokens anyway, and shorter inputs embed faster.
 Rows without text get no vector.
 
-The local vector store keeps every point in memory (and loads them all when it opens), so
-without a Qdrant server it holds at most `local_row_vectors_max` row vectors over all
-datasets: an attempt that reaches it stops embedding (`rowEmbeddings.capped`), and its
-message says how many rows semantic() covers. Memory is bounded by a chunk of rows read back
-and one batch of texts and vectors."""
+Every row with text is embedded, whatever the store: the embedded index keeps its vectors
+on disk. A batch's vectors are in the store before the attempt records the batch, so a crash
+between the two embeds that batch again (the store replaces points by id), never skips it;
+when the last batch is in, the store is flushed (`VectorStore.flush`: the embedded index is
+saved, so a restart maps it instead of mending it). Memory is bounded by a chunk of rows read
+back and one batch of texts and vectors."""
 
 from __future__ import annotations
 
@@ -58,41 +59,29 @@ class RowEmbedding:
         settings = self.services.settings
         self.batch_rows = settings.ingest_embed_batch_rows
         self.text_chars = settings.ingest_embed_text_chars
-        self.cap = None if self.services.vectors.remote else settings.local_row_vectors_max
 
     async def run(self, state: dict[str, Any] | None, rows: int, total_bytes: int) -> dict[str, Any]:
         """Embed the rows not embedded yet; `state` is what an earlier run recorded. Returns
-        the final state: `capped` when the local store's cap stopped it short."""
+        the final state."""
         self.rows, self.total_bytes = rows, total_bytes
         state = dict(state or {"embedded": 0, "after": "", "complete": False})
         fields = [f for f, kind in dataset_columns(self.dataset).items() if kind == "text"]
         state["complete"] = state["complete"] or not fields  # no text field: nothing to embed
         await self.report(state)
-        while not state["complete"] and not state.get("capped"):
+        while not state["complete"]:
             chunk = await self.services.rows.published_after(
                 self.dataset, self.ingestion_id, fields, state["after"], READ_ROWS
             )
             for start in range(0, len(chunk), self.batch_rows):
                 part = chunk[start : start + self.batch_rows]
-                room = await self.room()
-                if room < len(part):
-                    part, state = part[:room], {**state, "capped": True}
-                if part:
-                    await self.embed(fields, part)
-                    state = {**state, "embedded": state["embedded"] + len(part), "after": part[-1][0]}
+                await self.embed(fields, part)
+                state = {**state, "embedded": state["embedded"] + len(part), "after": part[-1][0]}
                 await self.report(state)
-                if state.get("capped"):
-                    return state
             if len(chunk) < READ_ROWS:
+                await self.services.vectors.flush()
                 state["complete"] = True
                 await self.report(state)
         return state
-
-    async def room(self) -> int:
-        """Row vectors the store may still take (read before each batch: other attempts add too)."""
-        if self.cap is None:
-            return self.batch_rows
-        return max(0, self.cap - await self.services.vectors.size(ROWS))
 
     async def embed(self, fields: list[str], part: list[tuple[str, tuple[Any, ...]]]) -> None:
         texts = [(row_id, row_text(fields, values, self.text_chars)) for row_id, values in part]
@@ -108,17 +97,6 @@ class RowEmbedding:
 
     async def report(self, state: dict[str, Any]) -> None:
         await self.record(rowEmbeddings=state)
-        if state.get("capped"):
-            message = f"published {self.rows:,} rows (queryable); " + self.capped(state)
-        else:
-            done = "all" if state["complete"] else f"{state['embedded']:,} of {self.rows:,}"
-            message = f"published {self.rows:,} rows (queryable); embedding them for semantic(): {done} rows embedded"
+        done = "all" if state["complete"] else f"{state['embedded']:,} of {self.rows:,}"
+        message = f"published {self.rows:,} rows (queryable); embedding them for semantic(): {done} rows embedded"
         await self.tracker.progress(self.total_bytes, self.rows, message)
-
-    def capped(self, state: dict[str, Any]) -> str:
-        """What a capped attempt tells its user."""
-        return (
-            f"semantic() covers the first {state['embedded']:,} of {self.rows:,} rows: the local vector store "
-            f"keeps at most {self.cap:,} row vectors over all datasets (DATAWELL_LOCAL_ROW_VECTORS_MAX); "
-            "a Qdrant server (DATAWELL_QDRANT_URL) has no such cap"
-        )

@@ -51,7 +51,7 @@ EMBEDDING_FAILED = (
 )
 
 # What a running attempt records in its mapping to resume after a crash (removed once done;
-# an incomplete `rowEmbeddings` stays when embedding failed or was capped, for `semantic()` to report).
+# an incomplete `rowEmbeddings` stays when embedding failed, for `semantic()` to report).
 PROGRESS_KEYS = ("published", "rowEmbeddings")
 
 log = logging.getLogger(__name__)
@@ -109,14 +109,12 @@ class Ingest:
         if self.embed:
             embedding = RowEmbedding(self.services, self.dataset, self.attempt.id, self.tracker, self.record)
             try:
-                embedded = await embedding.run(self.mapping.get("rowEmbeddings"), outcome.rows, self.total_bytes)
+                await embedding.run(self.mapping.get("rowEmbeddings"), outcome.rows, self.total_bytes)
             except (AttemptStopped, IngestionFailed):
                 raise
             except Exception:  # the rows are published and stay: say their vectors are missing
                 log.exception("embedding the rows of ingestion %s failed", self.attempt.id)
                 return Outcome(outcome.rows, outcome.message + "; " + EMBEDDING_FAILED)
-            if embedded.get("capped"):  # the incomplete `rowEmbeddings` stays: semantic() says so
-                return Outcome(outcome.rows, outcome.message + "; " + embedding.capped(embedded))
         # Done: the mapping shows how the file was read, not how far the work went (written
         # with the attempt's end, in one transaction).
         return Outcome(outcome.rows, outcome.message, {k: v for k, v in self.mapping.items() if k not in PROGRESS_KEYS})

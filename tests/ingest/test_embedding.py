@@ -130,38 +130,27 @@ async def _caller(services: Services) -> tuple[Any, Any]:
     return user, namespace
 
 
-async def test_the_local_store_keeps_at_most_its_cap_of_row_vectors_and_the_attempt_says_so(
+async def test_every_row_of_every_dataset_is_embedded_and_searchable_with_no_cap(
     client, services: Services, alice: Account, embedder: GatedEmbedder
 ) -> None:
+    """The embedded store has no cap (the old local mode stopped at 5,000 row vectors over all
+    datasets): a dataset's rows are all embedded, and so are a second dataset's after it."""
     embedder.gate.set()
-    services.settings.local_row_vectors_max = 25  # 40 rows, batches of 10: the third batch is cut to 5
     await create_dataset(client, alice)
-    ingestion_id = await upload(services, "alice", "orders.csv", orders_csv())
-    assert await Worker(services, "w").run_once() == ingestion_id
-
-    done = await attempt(services, ingestion_id)
-    assert done.status == "SUCCEEDED"
-    assert len(await rows_of(services, "alice")) == 40  # every row is queryable
-    ref = await dataset_ref(services, "alice")
-    assert await services.vectors.count(ROWS, ref.record.id) == 25
-    assert len(embedder.texts) == 25
-    assert done.status_message.startswith("ingested 40 rows from orders.csv")
-    assert done.status_message.endswith(
-        "semantic() covers the first 25 of 40 rows: the local vector store keeps at most 25 row vectors "
-        "over all datasets (DATAWELL_LOCAL_ROW_VECTORS_MAX); a Qdrant server (DATAWELL_QDRANT_URL) has no such cap"
-    )
-    found = await services.query_tools.run(
-        *await _caller(services), "SELECT customer FROM orders ORDER BY semantic('customer 7') DESC LIMIT 3"
-    )
-    assert found.semantic_incomplete == ("alice/sales/orders",)
-
-    # The cap is over the whole store: another dataset's ingestion finds it full and embeds nothing.
     await create_dataset(client, alice, "orders2")
-    again = await upload(services, "alice", "orders2.csv", orders_csv(), "orders2")
-    assert await Worker(services, "w").run_once() == again
-    assert len(embedder.texts) == 25
-    assert await services.vectors.size(ROWS) == 25
-    second = await attempt(services, again)
-    assert second.status == "SUCCEEDED"
-    assert "semantic() covers the first 0 of 40 rows" in second.status_message
-    assert await services.vectors.count(ROWS, (await dataset_ref(services, "alice", "orders2")).record.id) == 0
+    first = await upload(services, "alice", "orders.csv", orders_csv())
+    assert await Worker(services, "w").run_once() == first
+    second = await upload(services, "alice", "orders2.csv", orders_csv(), "orders2")
+    assert await Worker(services, "w").run_once() == second
+
+    for name, ingestion_id in (("orders", first), ("orders2", second)):
+        done = await attempt(services, ingestion_id)
+        assert done.status == "SUCCEEDED"
+        assert "semantic() covers" not in done.status_message
+        assert await services.vectors.count(ROWS, (await dataset_ref(services, "alice", name)).record.id) == 40
+        found = await services.query_tools.run(
+            *await _caller(services), f"SELECT customer FROM {name} ORDER BY semantic('customer 7') DESC LIMIT 1"
+        )
+        assert found.semantic_incomplete == ()
+        assert found.rows[0]["customer"] == "customer 7"
+    assert len(embedder.texts) == 80

@@ -1,46 +1,221 @@
+"""Every vector store (the embedded on-disk index, the default, and Qdrant: its local mode
+stands in for the server, same client and filters) searches one dataset inside the search,
+counts and deletes what it holds; the embedded index opens a saved index as it is and mends
+one that lags its record."""
+
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import uuid
+import zlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
-from datawell.storage.vectors import ROWS, Point, VectorStore
+from datawell.storage.migration import convert_local_mode
+from datawell.storage.qdrant import QdrantVectorStore
+from datawell.storage.vector_index import EmbeddedVectorStore
+from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
+
+DIMENSION = HashingEmbedder().dimension
 
 
-async def test_search_is_scoped_to_a_dataset_and_delete_counts() -> None:
-    embedder = HashingEmbedder()
-    store = VectorStore(embedder.dimension)
-    texts = {"a": ["red apple pie", "blue sky"], "b": ["red apple juice"]}
-    for dataset_id, items in texts.items():
-        vectors = await embedder.embed(items)
-        await store.upsert(
-            ROWS, dataset_id, [Point(str(uuid.uuid4()), v, {"text": t}) for t, v in zip(items, vectors, strict=True)]
-        )
-    [query] = await embedder.embed(["apple pie"])
+@pytest.fixture(params=["embedded", "qdrant"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
+    opened: VectorStore = (
+        EmbeddedVectorStore(DIMENSION, tmp_path / "vectors")
+        if request.param == "embedded"
+        else QdrantVectorStore(DIMENSION)
+    )
+    yield opened
+    await opened.close()
+
+
+async def points(texts: list[str], **payload: str) -> list[Point]:
+    vectors = await HashingEmbedder().embed(texts)
+    return [Point(str(uuid.uuid4()), v, {"text": t, **payload}) for t, v in zip(texts, vectors, strict=True)]
+
+
+async def test_search_is_scoped_to_a_dataset_and_delete_counts(store: VectorStore) -> None:
+    await store.upsert(ROWS, "a", await points(["red apple pie", "blue sky"]))
+    await store.upsert(ROWS, "b", await points(["red apple juice"]))
+    [query] = await HashingEmbedder().embed(["apple pie"])
     hits = await store.search(ROWS, "a", query, limit=5)
     assert [h.payload["text"] for h in hits] == ["red apple pie", "blue sky"]
     assert hits[0].score > hits[1].score
+    assert hits[0].payload["dataset_id"] == "a"
     assert await store.delete(ROWS, "a") == 2
     assert await store.count(ROWS, "a") == 0
+    assert await store.search(ROWS, "a", query, limit=5) == []
     assert await store.count(ROWS, "b") == 1
-    await store.close()
+    assert await store.size(ROWS) == 1
+
+
+async def test_a_datasets_top_k_is_complete_when_another_datasets_points_are_all_nearer(store: VectorStore) -> None:
+    """The dataset filter runs inside the search: 300 of another tenant's points equal to the
+    question do not push this dataset's 12 out of its top 10."""
+    await store.upsert(ROWS, "theirs", await points(["apple pie"] * 300))
+    await store.upsert(ROWS, "mine", await points([f"row {i} apple" for i in range(12)]))
+    [query] = await HashingEmbedder().embed(["apple pie"])
+    hits = await store.search(ROWS, "mine", query, limit=10)
+    assert len(hits) == 10
+    assert {h.payload["dataset_id"] for h in hits} == {"mine"}
+
+
+async def test_a_point_written_again_replaces_the_old_one(store: VectorStore) -> None:
+    [point] = await points(["red apple pie"])
+    await store.upsert(ROWS, "a", [point])
+    [other] = await HashingEmbedder().embed(["blue sky"])
+    await store.upsert(ROWS, "a", [Point(point.id, other, {"text": "blue sky"})])
+    hits = await store.search(ROWS, "a", other, limit=5)
+    assert [(h.id, h.payload["text"]) for h in hits] == [(point.id, "blue sky")]
+    assert await store.count(ROWS, "a") == 1
+
+
+async def test_delete_by_payload_removes_only_the_matching_points(store: VectorStore) -> None:
+    await store.upsert(ROWS, "a", await points(["red apple pie", "blue sky"], ingestion_id="old"))
+    await store.upsert(ROWS, "a", await points(["green apple"], ingestion_id="new"))
+    assert await store.delete(ROWS, "a", ingestion_id="old") == 2
+    [query] = await HashingEmbedder().embed(["apple"])
+    assert [h.payload["text"] for h in await store.search(ROWS, "a", query, limit=5)] == ["green apple"]
+
+
+async def test_nearest_filters_by_payload_inside_the_search(store: VectorStore) -> None:
+    await store.upsert(FIELDS, "a", await points(["customer name"], namespace_id="n1"))
+    await store.upsert(FIELDS, "b", await points(["customer id"], namespace_id="n1"))
+    await store.upsert(FIELDS, "c", await points(["customer"], namespace_id="n2"))
+    [query] = await HashingEmbedder().embed(["customer"])
+    hits = await store.nearest(FIELDS, query, 5, match={"namespace_id": "n1"}, exclude={"dataset_id": "a"})
+    assert [(h.payload["text"], h.payload["dataset_id"]) for h in hits] == [("customer id", "b")]
 
 
 async def test_vectors_of_another_embedder_are_never_compared(tmp_path: Path) -> None:
     [vector] = await HashingEmbedder().embed(["red apple pie"])
-    store = VectorStore(len(vector), path=tmp_path, space="minilm")
+    store = EmbeddedVectorStore(len(vector), tmp_path, space="minilm")
     await store.upsert(ROWS, "a", [Point(str(uuid.uuid4()), vector, {"text": "red apple pie"})])
     await store.close()
-    store = VectorStore(len(vector), path=tmp_path, space="minilm-static")  # the setting changed
+    store = EmbeddedVectorStore(len(vector), tmp_path, space="minilm-static")  # the setting changed
     assert await store.search(ROWS, "a", vector, limit=5) == []
     assert await store.count(ROWS, "a") == 0
     await store.close()
 
 
-async def test_deleting_from_a_collection_that_was_never_made_does_not_make_it() -> None:
+async def test_deleting_from_a_qdrant_collection_that_was_never_made_does_not_make_it() -> None:
     """An attempt deletes its vectors before it writes; with none ever stored, the collection
     is not created (0.04 s locally) only to be emptied."""
-    store = VectorStore(HashingEmbedder().dimension)
+    store = QdrantVectorStore(DIMENSION)
     assert await store.delete(ROWS, "a", ingestion_id="x") == 0
     assert not await store.client.collection_exists(ROWS)
     await store.close()
+
+
+async def test_a_closed_index_reopens_from_its_file_and_a_lagging_one_is_mended(tmp_path: Path) -> None:
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    written = await points([f"row {i} apple" for i in range(50)])
+    await store.upsert(ROWS, "a", written)
+    await store.close()  # saved: the next open maps the file as it is
+    assert (tmp_path / "rows" / "a.usearch").exists()
+
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    hits = await store.search(ROWS, "a", written[7].vector, limit=1)
+    assert [h.payload["text"] for h in hits] == ["row 7 apple"]
+    # Written and replaced after the save, then the process ends without saving: the file lags.
+    later = await points(["blue sky"])
+    await store.upsert(ROWS, "a", later)
+    await store.upsert(ROWS, "a", [Point(written[7].id, later[0].vector, {"text": "row 7 again"})])
+    abandon(store)
+
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    hits = await store.search(ROWS, "a", later[0].vector, limit=3)
+    assert sorted(h.payload["text"] for h in hits[:2]) == ["blue sky", "row 7 again"]
+    assert "row 7 apple" not in [h.payload["text"] for h in await store.search(ROWS, "a", written[7].vector, 60)]
+    assert await store.count(ROWS, "a") == 51
+    await store.close()
+
+
+def abandon(store: EmbeddedVectorStore) -> None:
+    """What a killed process leaves: the record as committed, the index files as last saved."""
+    store.db.close()
+    os.close(store._lock_file)
+
+
+async def test_a_second_process_is_told_the_folder_is_in_use(tmp_path: Path) -> None:
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    with pytest.raises(Conflict, match="is in use by another process"):
+        EmbeddedVectorStore(DIMENSION, tmp_path)
+    await store.close()
+
+
+def vector_of(text: str) -> list[float]:
+    """A random vector of its own for each text (the hashing embedder's words collide)."""
+    return np.random.default_rng(zlib.crc32(text.encode())).standard_normal(DIMENSION).tolist()
+
+
+WRITER = """
+import asyncio, sys, uuid
+from pathlib import Path
+from datawell.storage.vector_index import EmbeddedVectorStore
+from datawell.storage.vectors import ROWS, Point
+from tests.storage.test_vectors import DIMENSION, vector_of
+
+async def main():
+    store = EmbeddedVectorStore(DIMENSION, Path(sys.argv[1]))
+    batch = 0
+    while True:
+        texts = [f"batch{batch} row{i}" for i in range(200)]
+        await store.upsert(ROWS, "a", [Point(str(uuid.uuid4()), vector_of(t), {"text": t}) for t in texts])
+        if batch == 2:
+            await store.flush()  # a saved index the later batches make lag
+        batch += 1
+        print(batch, flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_an_index_killed_while_written_opens_with_every_committed_point_searchable(tmp_path: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(WRITER), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    assert writer.stdout is not None
+    while int(writer.stdout.readline() or 0) < 6:  # batches past the saved index
+        assert writer.poll() is None, "the writer ended early"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    count = await store.count(ROWS, "a")
+    assert count >= 6 * 200 and count % 200 == 0  # whole batches only
+    for batch in range(count // 200):
+        [hit] = await store.search(ROWS, "a", vector_of(f"batch{batch} row5"), limit=1)
+        assert hit.payload["text"] == f"batch{batch} row5"
+    await store.close()
+
+
+async def test_a_data_folder_of_local_mode_vectors_is_converted_once_and_removed(tmp_path: Path) -> None:
+    old = QdrantVectorStore(DIMENSION, path=tmp_path / "qdrant", space="minilm-static")
+    rows, fields = await points(["red apple pie", "blue sky"], ingestion_id="i1"), await points(["customer"])
+    await old.upsert(ROWS, "a", rows)
+    await old.upsert(FIELDS, "a", fields)
+    await old.close()
+
+    assert await convert_local_mode(tmp_path / "qdrant", tmp_path / "vectors", DIMENSION) == 3
+    assert not (tmp_path / "qdrant").exists()
+    store = EmbeddedVectorStore(DIMENSION, tmp_path / "vectors", space="minilm-static")
+    hits = await store.search(ROWS, "a", rows[0].vector, limit=5)
+    assert (hits[0].id, hits[0].payload["text"]) == (rows[0].id, "red apple pie")
+    assert await store.count(ROWS, "a") == 2 and await store.count(FIELDS, "a") == 1
+    assert await store.delete(ROWS, "a", ingestion_id="i1") == 2  # the payload still names the attempt
+    await store.close()
+    assert await convert_local_mode(tmp_path / "qdrant", tmp_path / "vectors", DIMENSION) == 0

@@ -1,0 +1,143 @@
+"""The embedded vector index against exact search (NumPy) in the same run: build rate, recall@10,
+query time with the dataset filter, the memory a reopened index adds and the time it takes.
+
+    python bench/vectors.py --rows 1000000
+
+The vectors are synthetic, of the default embedder's 384 dimensions and shaped like text
+embeddings (clusters, a low-dimensional spread around them, a direction they all share);
+the store is written as ingestion writes it (batches of 512 through `upsert`, then `flush`).
+Beside the big dataset, a second one of 1% of its size is searched too: each dataset's
+search opens only its own index. The reopened index is measured in a child process, so the
+vectors this process made are not counted in its memory. pgvector is not measured: Debian
+12's archive has no postgresql-15-pgvector (docs/decisions.md, issue 48)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from datawell.storage.vector_index import EmbeddedVectorStore
+from datawell.storage.vectors import ROWS, Point
+
+DIMENSION = 384
+BATCH = 512  # rows a batch, as ingestion embeds them (DATAWELL_INGEST_EMBED_BATCH_ROWS)
+QUERIES = 200
+K = 10
+
+
+def vectors(rng: np.random.Generator, count: int, centers: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    spread = rng.standard_normal((count, basis.shape[0]), dtype=np.float32) @ basis
+    noise = 0.05 * rng.standard_normal((count, DIMENSION), dtype=np.float32)
+    made = centers[rng.integers(0, len(centers), count)] + spread + noise
+    return made / np.linalg.norm(made, axis=1, keepdims=True)
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+async def build(folder: Path, datasets: dict[str, np.ndarray]) -> dict[str, float]:
+    store = EmbeddedVectorStore(DIMENSION, folder)
+    figures = {}
+    for name, matrix in datasets.items():
+        ids = [str(uuid.UUID(int=i + 1)) for i in range(len(matrix))]
+        started = time.perf_counter()
+        for start in range(0, len(matrix), BATCH):
+            part = matrix[start : start + BATCH]
+            points = [Point(ids[start + i], v, {"ingestion_id": "bench"}) for i, v in enumerate(part.tolist())]
+            await store.upsert(ROWS, name, points)
+        await store.flush()
+        figures[f"{name}_rows_per_s"] = len(matrix) / (time.perf_counter() - started)
+    await store.close()
+    return figures
+
+
+async def query(folder: Path, work: Path) -> dict[str, float]:
+    """In the child: open the saved index, search each dataset, report time, recall and memory."""
+    before = rss_mb()
+    started = time.perf_counter()
+    store = EmbeddedVectorStore(DIMENSION, folder)
+    figures: dict[str, float] = {}
+    for name in json.loads((work / "names.json").read_text()):
+        questions, truth = np.load(work / f"{name}-q.npy"), np.load(work / f"{name}-truth.npy")
+        times, found = [], 0.0
+        for question, expected in zip(questions.tolist(), truth.tolist(), strict=True):
+            began = time.perf_counter()
+            hits = await store.search(ROWS, name, question, K)
+            times.append(time.perf_counter() - began)
+            if not figures.get("open_s"):
+                figures["open_s"] = time.perf_counter() - started  # opening and the first search
+            found += len({uuid.UUID(h.id).int - 1 for h in hits} & set(expected)) / K
+        times.sort()
+        figures[f"{name}_recall"] = found / len(questions)
+        figures[f"{name}_p50_ms"] = 1000 * times[len(times) // 2]
+        figures[f"{name}_p95_ms"] = 1000 * times[int(len(times) * 0.95)]
+    figures["rss_growth_mb"] = rss_mb() - before
+    await store.close()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="vectors of the big dataset")
+    parser.add_argument("--folder", type=Path, default=None, help="where the index goes (default: a new one in /tmp)")
+    parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(query(args.folder, args.child))))
+        return
+    print(f"uptime before: {uptime()}")
+    rng = np.random.default_rng(48)
+    centers = rng.standard_normal((2000, DIMENSION), dtype=np.float32) * 0.5 + rng.standard_normal(DIMENSION) * 2
+    basis = rng.standard_normal((32, DIMENSION), dtype=np.float32) / 4
+    datasets = {"big": vectors(rng, args.rows, centers, basis), "small": vectors(rng, args.rows // 100, centers, basis)}
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="datawell-vectors-", dir="/tmp"))
+    work = Path(tempfile.mkdtemp(prefix="datawell-vectors-work-", dir="/tmp"))
+    try:
+        exact = {}
+        for name, matrix in datasets.items():
+            picked = matrix[rng.integers(0, len(matrix), QUERIES)]
+            questions = picked + 0.05 * rng.standard_normal(picked.shape, dtype=np.float32)
+            questions /= np.linalg.norm(questions, axis=1, keepdims=True)
+            started = time.perf_counter()
+            truth = [np.argpartition(-(matrix @ q), K)[:K] for q in questions]
+            exact[f"{name}_exact_ms_per_query"] = 1000 * (time.perf_counter() - started) / QUERIES
+            np.save(work / f"{name}-q.npy", questions)
+            np.save(work / f"{name}-truth.npy", np.asarray(truth))
+        (work / "names.json").write_text(json.dumps(list(datasets)))
+        built = asyncio.run(build(folder, datasets))
+        print(f"uptime after building: {uptime()}")
+        del datasets
+        child = [sys.executable, __file__, "--folder", str(folder), "--child", str(work)]
+        searched = json.loads(subprocess.run(child, capture_output=True, text=True, check=True).stdout)
+        print(f"uptime after searching: {uptime()}")
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+        print(f"| figure | {args.rows:,} vectors (+{args.rows // 100:,} in a second dataset) |")
+        print("|---|---:|")
+        for key, value in {**built, **exact, **searched, "disk_mb": size}.items():
+            print(f"| {key} | {value:,.3f} |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if not args.folder:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Vectors of releases before the embedded index: a data folder's `qdrant/` (qdrant-client's
+local mode) is converted into the embedded index on the first start without a Qdrant server,
+then removed. Its vectors are copied, not made again: no row is read or embedded, and a
+folder of that time held at most 5,000 row vectors (local mode's cap), so the copy takes
+seconds. A start killed halfway copies again (points are replaced by id) until the folder
+is gone."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import cast
+
+from datawell.storage.qdrant import QdrantVectorStore
+from datawell.storage.vector_index import EmbeddedVectorStore
+from datawell.storage.vectors import Point
+
+log = logging.getLogger(__name__)
+
+PAGE = 1_000  # points read from local mode at a time
+
+
+async def convert_local_mode(old: Path, new: Path, dimension: int) -> int:
+    """Copy every point of the local-mode folder `old` into the embedded index in `new`, then
+    remove `old`; returns how many points were copied (0 when there is no such folder)."""
+    if not (old / "collection").is_dir():
+        return 0
+    source = QdrantVectorStore(dimension, path=old)
+    # Stored names already carry their embedder's space: written as they are, not renamed.
+    target = EmbeddedVectorStore(dimension, new)
+    copied = 0
+    try:
+        for collection in (c.name for c in (await source.client.get_collections()).collections):
+            total = (await source.client.count(collection, exact=True)).count
+            size = (await source.client.get_collection(collection)).config.params.vectors
+            if getattr(size, "size", dimension) != dimension:  # another model's: never searched again
+                log.warning("local-mode collection %s holds vectors of another size: not converted", collection)
+                continue
+            offset = None
+            while True:
+                records, offset = await source.client.scroll(
+                    collection, limit=PAGE, offset=offset, with_payload=True, with_vectors=True
+                )
+                by_dataset: dict[str, list[Point]] = {}
+                for record in records:
+                    payload = dict(record.payload or {})
+                    dataset_id = str(payload.pop("dataset_id", ""))
+                    # One unnamed dense vector a point: how VectorStore wrote them.
+                    vector = cast("list[float]", record.vector)
+                    by_dataset.setdefault(dataset_id, []).append(Point(str(record.id), vector, payload))
+                for dataset_id, points in by_dataset.items():
+                    await target.upsert(collection, dataset_id, points)
+                copied += len(records)
+                log.info("converting local-mode vectors of %s: %s of %s", collection, f"{copied:,}", f"{total:,}")
+                if offset is None:
+                    break
+    finally:
+        await source.close()
+        await target.close()
+    shutil.rmtree(old)
+    log.info("converted %s local-mode vectors into %s and removed %s", f"{copied:,}", new, old)
+    return copied
