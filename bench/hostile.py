@@ -26,27 +26,9 @@ from pathlib import Path
 import httpx
 
 from tests.agents.test_server_process import free_port, stop
-from tests.api.test_hostile_queries import DOUBLING, GROWING_AGGREGATE, cte_chain, deep, short_cte_chain, tool_call
+from tests.api.test_hostile_queries import MCP_HEADERS, tool_call
+from tests.api.test_hostile_server import ATTACKS, resident_mb
 from tests.client.conftest import REPO, server_env, start
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
-ATTACKS = {
-    "ctes-5000": cte_chain(5_000),
-    "ctes-8000": cte_chain(8_000),
-    "ctes-20000": cte_chain(20_000),
-    "ctes-2000-short": short_cte_chain(2_000),
-    "depth-500": deep(500),
-    "depth-5000": deep(5_000),
-    "s||s doubling": DOUBLING,
-    "string_agg growth": GROWING_AGGREGATE,
-}
-
-
-def resident_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def health_times(url: str, stop_at: threading.Event, into: list[float]) -> None:

@@ -18,16 +18,24 @@ import httpx
 import pytest
 
 from tests.agents.test_server_process import free_port, stop
-from tests.api.test_hostile_queries import DOUBLING, GROWING_AGGREGATE, cte_chain, deep, short_cte_chain, tool_call
+from tests.api.test_hostile_queries import (
+    DOUBLING,
+    GROWING_AGGREGATE,
+    MCP_HEADERS,
+    cte_chain,
+    deep,
+    short_cte_chain,
+    tool_call,
+)
 from tests.client.conftest import Live, server_env, start
 from tests.conftest import POSTGRES_URL
 
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 ATTACKS = {
     "ctes-5000": cte_chain(5_000),
     "ctes-8000": cte_chain(8_000),
     "ctes-20000": cte_chain(20_000),
     "ctes-short": short_cte_chain(2_000),
+    "depth-500": deep(500),
     "depth-5000": deep(5_000),
     "doubling": DOUBLING,
     "string_agg": GROWING_AGGREGATE,
