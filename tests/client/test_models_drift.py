@@ -72,6 +72,8 @@ MIRRORS: dict[type[BaseModel], str] = {
     models.ModelCallRecord: "ModelCallRecord",
     models.PromptMessage: "PromptMessage",
     models.QueryRecord: "QueryRecord",
+    models.QueryChange: "QueryChange",
+    models.RewriteRecord: "RewriteRecord",
 }
 # Client models that mirror no schema, and why.
 CLIENT_ONLY: dict[type[BaseModel], str] = {
