@@ -14,12 +14,10 @@ Never run by the test suite; print and keep `uptime`'s load beside the figures."
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -27,34 +25,13 @@ import httpx
 
 from tests.agents.test_server_process import free_port, stop
 from tests.api.test_hostile_queries import MCP_HEADERS, tool_call
-from tests.api.test_hostile_server import ATTACKS, resident_mb
-from tests.client.conftest import REPO, server_env, start
-
-
-def health_times(url: str, stop_at: threading.Event, into: list[float]) -> None:
-    with httpx.Client(timeout=30) as client:
-        while not stop_at.is_set():
-            started = time.perf_counter()
-            client.get(f"{url}/health")
-            into.append(time.perf_counter() - started)
-            time.sleep(0.05)
+from tests.api.test_hostile_server import ATTACKS, HealthWatch, resident_mb
+from tests.client.conftest import demo_token, server_env, start
 
 
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
-def polled(url: str, seconds: float) -> list[float]:
-    """/health every 50 ms for `seconds`, with nothing else running: the peer."""
-    times: list[float] = []
-    done = threading.Event()
-    thread = threading.Thread(target=health_times, args=(url, done, times))
-    thread.start()
-    time.sleep(seconds)
-    done.set()
-    thread.join()
-    return times
 
 
 def main() -> None:
@@ -72,14 +49,7 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         process = start([sys.executable, "-m", "tests.agents.serve_fakes", str(port)], env, url)
         try:
-            datawell = [sys.executable, "-m", "datawell"]
-            run_env = {**os.environ, **env}
-            subprocess.run(
-                [*datawell, "users", "create", "demo"], cwd=REPO, env=run_env, check=True, capture_output=True
-            )
-            token = subprocess.run(
-                [*datawell, "token", "issue", "demo"], cwd=REPO, env=run_env, check=True, capture_output=True, text=True
-            ).stdout.strip()
+            token = demo_token(url, env)
             headers = {"Authorization": f"Bearer {token}", **MCP_HEADERS}
             with httpx.Client(timeout=120) as client:
                 client.post(
@@ -89,23 +59,19 @@ def main() -> None:
                 ).raise_for_status()
                 ask = tool_call("run_query", {"namespace": "shop", "query": "SELECT 1 AS x"})
                 client.post(f"{url}/api/v1/mcp", json=ask, headers=headers).raise_for_status()
-                peer = polled(url, 5)
+                with HealthWatch(url) as alone:  # the peer: /health with nothing else running
+                    time.sleep(5)
                 before = resident_mb(process.pid)
                 took: dict[str, list[float]] = {name: [] for name in ATTACKS}
                 answers: dict[str, str] = {}
-                during: list[float] = []
-                done = threading.Event()
-                watcher = threading.Thread(target=health_times, args=(url, done, during))
-                watcher.start()
-                for _ in range(args.rounds):
-                    for name, query in ATTACKS.items():
-                        call = tool_call("run_query", {"namespace": "shop", "query": query})
-                        started = time.perf_counter()
-                        response = client.post(f"{url}/api/v1/mcp", json=call, headers=headers)
-                        took[name].append(time.perf_counter() - started)
-                        answers[name] = response.text.split('"text":"', 1)[-1][:90]
-                done.set()
-                watcher.join()
+                with HealthWatch(url) as attacked:
+                    for _ in range(args.rounds):
+                        for name, query in ATTACKS.items():
+                            call = tool_call("run_query", {"namespace": "shop", "query": query})
+                            started = time.perf_counter()
+                            response = client.post(f"{url}/api/v1/mcp", json=call, headers=headers)
+                            took[name].append(time.perf_counter() - started)
+                            answers[name] = response.text.split('"text":"', 1)[-1][:90]
                 after = resident_mb(process.pid)
         finally:
             stop(process)
@@ -116,6 +82,7 @@ def main() -> None:
             f"  {name:18} median {statistics.median(seconds):6.3f} s  max {max(seconds):6.3f} s  {answers[name]}"
         )
     lines.append(f"resident memory: {before:.0f} MB before, {after:.0f} MB after ({after - before:+.0f} MB)")
+    peer, during = alone.times, attacked.times
     p99_peer, p99_during = percentile(peer, 0.99), percentile(during, 0.99)
     lines.append(
         f"/health p50 {percentile(during, 0.5) * 1000:.1f} ms, p99 {p99_during * 1000:.1f} ms during the attacks "

@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, Response
 from datawell.agents.cards import agent_card, agent_url, card_json, card_url
 from datawell.agents.registry import AGENTS, agent_named
 from datawell.agents.requests import a2a_error
-from datawell.api.inputs import refuse_nul
+from datawell.api.inputs import refuse_nul_in_json
 from datawell.api.routing import Context, PathModel, Router
 from datawell.api.urls import public_base_url
 from datawell.client.models import Agent as AgentListItem
@@ -89,14 +89,13 @@ async def call_agent(request: Request, ctx: Context, user: User, path: AgentPath
     # parser (as REST bodies are), so such a body is a -32700 parse error like any bad JSON.
     raw = await request.body()
     try:
-        body = from_json(raw)
+        from_json(raw)
     except ValueError as exc:
         return JSONResponse(build_error_response(None, JSONParseError(message=f"the body is not valid JSON: {exc}")))
-    if b"\\u0000" in raw:  # as REST refuses it: no store keeps a NUL, and no SQL should meet one
-        try:
-            refuse_nul(body, "")
-        except InvalidInput as exc:
-            return JSONResponse(build_error_response(await _request_id(request), a2a_error(exc)))
+    try:
+        refuse_nul_in_json(raw)  # as REST refuses it: no store keeps a NUL, and no SQL should meet one
+    except InvalidInput as exc:
+        return JSONResponse(build_error_response(await _request_id(request), a2a_error(exc)))
     # The agents' cards and links start with it; the SDK's context builder reads it (`agents.server`).
     request.state.public_base_url = public_base_url(request, ctx.services.settings)
     return await ctx.agents.handle(spec.name, request)

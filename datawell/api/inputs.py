@@ -36,9 +36,7 @@ async def parse_body(request: Request, model: type[M], *, text_field: str | None
     if media_type != "application/json":
         raise UnsupportedMediaType(f"send the body as application/json (got {media_type or 'no content type'})")
     raw = await request.body()
-    if b"\\u0000" in raw:  # only the JSON escape can put a NUL in a string
-        with suppress(ValueError):  # not JSON: the validation below says so
-            refuse_nul({"body": from_json(raw)}, "")
+    refuse_nul_in_json(raw, "body")
     try:
         return forbid_undeclared(model.model_validate_json(raw or b"null", strict=True))
     except ValidationError as exc:
@@ -69,6 +67,16 @@ def forbid_undeclared(body: M) -> M:
             for name, declared in type(value).model_fields.items():
                 stack.append((f"{path}.{declared.alias or name}", getattr(value, name)))
     return body
+
+
+def refuse_nul_in_json(raw: bytes, path: str = "") -> None:
+    """`refuse_nul` for a JSON body as it arrived (REST, MCP and A2A alike). Only the JSON
+    escape can put a NUL in a string, so most bodies are never parsed here; one that is not
+    JSON is left to its own parser to refuse."""
+    if b"\\u0000" not in raw:
+        return
+    with suppress(ValueError):
+        refuse_nul(from_json(raw), path)
 
 
 def refuse_nul(values: Any, path: str) -> None:

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from datawell.api.errors import error_body
-from datawell.api.inputs import refuse_nul
+from datawell.api.inputs import refuse_nul_in_json
 from datawell.api.routing import Context, Router
 from datawell.config import Settings
 from datawell.errors import (
@@ -279,14 +279,10 @@ async def call_mcp(request: Request, ctx: Context, user: User) -> Response:
             UnsupportedMediaType(f"MCP messages are JSON-RPC: send Content-Type application/json, not {media_type!r}")
         )
     raw = await request.body()
-    if b"\\u0000" in raw:  # as REST refuses it: no store keeps a NUL, and no SQL should meet one
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None  # not JSON: the SDK says so
-        try:
-            refuse_nul(body, "")
-        except InvalidInput as exc:
-            request_id = body.get("id") if isinstance(body, dict) else None
-            return rpc_error_response(exc, request_id if isinstance(request_id, str | int) else None)
+    try:
+        refuse_nul_in_json(raw)  # as REST refuses it: no store keeps a NUL, and no SQL should meet one
+    except InvalidInput as exc:
+        body = json.loads(raw)
+        request_id = body.get("id") if isinstance(body, dict) else None
+        return rpc_error_response(exc, request_id if isinstance(request_id, str | int) else None)
     return Delegate(ctx.mcp.handle, raw)

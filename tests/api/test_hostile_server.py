@@ -27,7 +27,7 @@ from tests.api.test_hostile_queries import (
     short_cte_chain,
     tool_call,
 )
-from tests.client.conftest import Live, server_env, start
+from tests.client.conftest import Live, demo_token, server_env, start
 from tests.conftest import POSTGRES_URL
 
 ATTACKS = {
@@ -95,9 +95,7 @@ def serve(store: str, tmp_path: Path, stack: ExitStack) -> Iterator[tuple[Live, 
     url = f"http://127.0.0.1:{port}"
     process = start([sys.executable, "-m", "tests.agents.serve_fakes", str(port)], env, url)
     try:
-        bare = Live(url, env, "")
-        bare.datawell("users", "create", "demo")
-        token = bare.datawell("token", "issue", "demo").stdout.strip()
+        token = demo_token(url, env)
         headers = {"Authorization": f"Bearer {token}"}
         made = httpx.post(
             f"{url}/api/v1/ingest/new/shop/orders",

@@ -71,6 +71,13 @@ def start(command: list[str], env: dict[str, str], url: str) -> subprocess.Popen
     pytest.fail("the server did not start")
 
 
+def demo_token(url: str, env: dict[str, str]) -> str:
+    """User `demo` created on the server's data folder, as a user does beside it, and a token of theirs."""
+    bare = Live(url, env, "")
+    bare.datawell("users", "create", "demo")
+    return bare.datawell("token", "issue", "demo").stdout.strip()
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     port = free_port()
@@ -78,9 +85,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     url = f"http://127.0.0.1:{port}"
     process = start([sys.executable, "-m", "tests.agents.serve_fakes", str(port)], env, url)
     try:
-        bare = Live(url, env, "")
-        bare.datawell("users", "create", "demo")
-        token = bare.datawell("token", "issue", "demo").stdout.strip()
+        token = demo_token(url, env)
         yield Live(url, {**env, "DATAWELL_SERVER": url, "DATAWELL_TOKEN": token}, token)
     finally:
         stop(process)
