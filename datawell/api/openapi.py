@@ -111,12 +111,14 @@ def _no_nul(node: Any) -> None:
         if isinstance(item, list):
             stack.extend(item)
         elif isinstance(item, dict):
-            if item.get("type") == "string" and not {"enum", "const", "format"} & item.keys():
+            named = item.get("type")  # a name, a list of names, or a property called "type"
+            types = set(named) if isinstance(named, list) else {named} if isinstance(named, str) else set()
+            if "string" in types and not {"enum", "const", "format"} & item.keys():
                 if "pattern" in item:
                     item.setdefault("not", {"pattern": "\\u0000"})
                 else:
                     item["pattern"] = NO_NUL
-            if item.get("type") == "object":
+            if "object" in types:
                 item.setdefault("propertyNames", {"pattern": NO_NUL})
                 if _free_form(item.get("additionalProperties")):
                     item["additionalProperties"] = JSON_VALUE_REF
