@@ -5,6 +5,7 @@ in-process worker mounted."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -98,6 +99,12 @@ def create_app(
                 # The API's handlers reach all of it through `context` (`api.routing.Context`);
                 # the console, the MCP tools and the A2A executors read services and runs.
                 context = Context(services, started, agents, mcp_server, openapi)
+                # The ~700,000 objects of the imports and the start-up live as long as the
+                # process: frozen, the collector's full passes skip them instead of walking them
+                # for 0.3-1 s with the GIL held, which stalled every request, `/health`
+                # included (docs/decisions.md, issues 30 and 51).
+                gc.collect()
+                gc.freeze()
                 yield {"services": services, "runs": started, "context": context}
         finally:
             for load in preloading:

@@ -60,12 +60,7 @@ def serve(
 
     settings = Settings()
     logs.configure(settings.log_format)
-    app = create_app(settings)
-    # The ~700,000 objects of the imports live as long as the process: frozen, the collector's
-    # full passes (every few thousand requests) skip them instead of pausing 0.3-1 s to walk
-    # them (docs/decisions.md, issue 30).
-    gc.collect()
-    gc.freeze()
+    app = create_app(settings)  # its start-up freezes the objects of the imports (datawell.app)
     # log_config=None: uvicorn's lines go through the handler above (trace ids, JSON).
     uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_config=None)
 
