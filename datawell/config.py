@@ -104,6 +104,24 @@ class Settings(BaseSettings):
         16, ge=0, description="Questions waiting for a slot at most; past it a question gets 503 with Retry-After."
     )
     model_runs_per_user: int = Field(2, ge=1, description="Runs of one user holding a slot at once.")
+    # The embedded model's rates on this machine, measured (docs/decisions.md, issue 52): the
+    # scheduler weighs waiting for the slot that holds a namespace's prompt prefix against
+    # reading the prefix again, and runs no more sequences at once than the decode rates pay for.
+    model_prefill_tokens_per_second: float = Field(
+        53.0,
+        gt=0,
+        description="Prompt tokens the embedded model reads a second (NOTES-LLM: about 53 on the idle 2-core "
+        "machine); the model's own timings replace it once it has read a prompt.",
+    )
+    model_decode_tokens_per_second: dict[int, float] = Field(
+        default_factory=lambda: {1: 12.0, 2: 15.11, 4: 18.05},
+        description="Output tokens a second of all sequences together, by sequences decoding at once (JSON, e.g. "
+        '{"1": 12.0, "2": 15.11, "4": 18.05}: bench/decode_batch.py --context 1100 on the idle 2-core machine). '
+        "A further sequence runs at once only if it raises this rate.",
+    )
+    model_prefix_tokens: int = Field(
+        1100, ge=1, description="A namespace's prompt prefix in tokens until one of its runs was observed."
+    )
     embeddings_enabled: bool = True
     embeddings_model: Literal["minilm-static", "minilm"] = Field(
         "minilm-static",

@@ -15,6 +15,7 @@ from datawell.llm.models import ChatModels
 from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
+from datawell.slots import Rates, SlotBook
 from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
 from datawell.storage.migration import convert_local_mode
@@ -34,6 +35,7 @@ from datawell.tools.rewrite.registry import disabled_rules
 
 API_PREFIX = "/api/v1"  # where the app mounts the REST API
 PART_PATH = "/upload/parts"  # under API_PREFIX: where the local object store's part URLs point
+PREFILL_SAMPLE_TOKENS = 100  # a call that read fewer prompt tokens says little about the rate
 
 
 @dataclass
@@ -155,9 +157,32 @@ async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorSto
 
 
 def build_scheduler(settings: Settings) -> ModelScheduler:
+    """The scheduler, with the embedded model's cost model when no hosted model is set (a
+    hosted model's slots are its rate limit: any free one will do)."""
+    slots = settings.resolved_model_slots
+    rates = None
+    if settings.model is None and settings.embedded_model_enabled:
+        from datawell.llm import embedded  # litellm: imported here, as by `default_models`, not on import
+
+        def observed_prefill_rate() -> float | None:
+            """The model's prompt tokens read a second over its latest calls that read at least
+            `PREFILL_SAMPLE_TOKENS` (None before any)."""
+            if not embedded.is_registered():
+                return None
+            calls = [
+                c for c in list(embedded.runtime().calls) if c.prompt_tokens - c.cached_tokens >= PREFILL_SAMPLE_TOKENS
+            ]
+            seconds = sum(c.prefill_seconds for c in calls)
+            return sum(c.prompt_tokens - c.cached_tokens for c in calls) / seconds if seconds > 0 else None
+
+        rates = Rates(
+            prefill=settings.model_prefill_tokens_per_second,
+            decode=settings.model_decode_tokens_per_second,
+            prefix_tokens=settings.model_prefix_tokens,
+            observed_prefill=observed_prefill_rate,
+        )
     return ModelScheduler(
-        Limits(
-            slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user
-        ),
+        Limits(slots=slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user),
         listener=metrics.QueueMetrics(settings.model or "embedded"),
+        book=SlotBook(slots, rates),
     )
