@@ -5,6 +5,7 @@ sequence (one question after another) and at once (every asker together), in one
 
     .venv/bin/python -m bench.load                                    # the embedded model (the lead's run)
     .venv/bin/python -m bench.load --askers 1,4,8 --questions 1 --json docs/bench/load-DATE.json
+    .venv/bin/python -m bench.load --share-prompts                    # each call's prompt saved for every sequence
     .venv/bin/python -m tests.fake_openai 18701 --delay 0.2 &         # a fake model, to check the bench
     .venv/bin/python -m bench.load --model openai/fake --api-base http://127.0.0.1:18701/v1 --askers 1,2
 
@@ -13,7 +14,8 @@ each reads asker1's (granted to read it). Questions go over REST (SSE, as `dataw
 Before a workload each namespace it uses gets one uncounted question, so its prefix is read
 once (`--cold`: none). The server runs in this process on a loopback port with the settings
 given here (`--parallel`, `--threads`, `--batch`: the embedded model's parallel sequences, CPU
-threads and prompt batch; `--slots`, `--queue`, `--per-user`: the scheduler).
+threads and prompt batch; `--share-prompts`: DATAWELL_EMBEDDED_MODEL_SHARE_PROMPTS; `--slots`,
+`--queue`, `--per-user`: the scheduler).
 
 Per workload, level and way it prints: wall time, p50/p95 latency, first-token p95, errors,
 time-outs, the most runs of one other user that started while a question waited ("behind"),
@@ -295,6 +297,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=0, help="the embedded model's prompt batch (0: llama.cpp's)")
     parser.add_argument("--split-kv", action="store_true", help="a KV cache per sequence instead of one for all")
     parser.add_argument("--kv-context", type=int, default=4096, help="the embedded model's tokens per sequence")
+    parser.add_argument(
+        "--share-prompts", action="store_true", help="the embedded model saves each call's prompt for every sequence"
+    )
     parser.add_argument("--slots", type=int, default=0, help="scheduler slots (0: --parallel)")
     parser.add_argument("--queue", type=int, default=16, help="questions that may wait for a slot")
     parser.add_argument("--per-user", type=int, default=2, help="runs of one user holding a slot at once")
@@ -324,6 +329,7 @@ def main() -> None:
             embedded_model_batch=args.batch,
             embedded_model_unified_kv=not args.split_kv,
             embedded_model_context=args.kv_context,
+            embedded_model_share_prompts=args.share_prompts,
             model_slots=args.slots,
             model_queue=args.queue,
             model_runs_per_user=args.per_user,
@@ -351,6 +357,7 @@ def main() -> None:
     with_ratios(results)
     print(f"\nparallel {args.parallel}, threads {args.threads or 'all'}, batch {args.batch or 'default'}, "
           f"KV {'split' if args.split_kv else 'unified'}, {args.kv_context} tokens a sequence, "
+          f"prompts {'shared' if args.share_prompts else 'kept per sequence'}, "
           f"slots {args.slots or args.parallel}, queue {args.queue}, per user {args.per_user}, model {args.model or 'embedded'}")  # fmt: skip
     columns = ["workload", "askers", "way", "questions", "wall_seconds", "x_in_turn", "wall_x_one", "latency_p50",
                "latency_p95", "p95_x_one", "first_token_p95", "errors", "timeouts", "behind", "health_p99_ms",

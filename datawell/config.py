@@ -93,6 +93,12 @@ class Settings(BaseSettings):
     embedded_model_context: int = Field(
         4096, ge=512, le=32768, description="Context tokens per parallel sequence of the embedded model."
     )
+    embedded_model_share_prompts: bool = Field(
+        False,
+        description="After each call a one-token request makes the embedded model save the call's prompt to its "
+        "host-RAM cache, so that a namespace's prefix, once read, is copied to any sequence instead of read again; "
+        "the scheduler then runs one namespace's questions at once (docs/decisions.md, issue 52; not yet measured).",
+    )
 
     # The model scheduler (docs/operations.md): every model call of the process waits here.
     model_slots: int = Field(

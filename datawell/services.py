@@ -184,5 +184,5 @@ def build_scheduler(settings: Settings) -> ModelScheduler:
     return ModelScheduler(
         Limits(slots=slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user),
         listener=metrics.QueueMetrics(settings.model or "embedded"),
-        book=SlotBook(slots, rates),
+        book=SlotBook(slots, rates, shares=settings.embedded_model_share_prompts),
     )

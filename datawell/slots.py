@@ -20,8 +20,11 @@ a further sequence only when the machine's total decode rate with it is higher t
 The book follows llama.cpp's server as its source reads (docs/decisions.md, issue 52): a
 request goes to the idle sequence sharing the longest prompt start; when a task starts, each
 other idle sequence's prompt is saved to the host-RAM cache (`cache_idle_slots`, on by
-default), as is a prompt a sequence is about to lose. Without a cost model (hosted models)
-every run goes to any free slot, decided `none`."""
+default), as is a prompt a sequence is about to lose. With `shares` the runtime makes it save
+every call's prompt as the call ends (`RuntimeOptions.share_prompts`), so a run's prefix is in
+that cache once the run is over, and the runs of one namespace that waited for it then start
+together on every free slot. Without a cost model (hosted models) every run goes to any free
+slot, decided `none`."""
 
 from __future__ import annotations
 
@@ -114,6 +117,7 @@ class Run(Protocol):
 class SlotBook:
     slots: int
     rates: Rates | None = None  # None: no cost model, any free slot
+    shares: bool = False  # the model saves every call's prompt to its cache (`RuntimeOptions.share_prompts`)
     warm_run_seconds: float = DEFAULT_WARM_RUN_SECONDS
     table: list[Slot] = field(default_factory=list)
     cached: OrderedDict[str, None] = field(default_factory=OrderedDict)  # prefixes in the model's prompt cache
@@ -204,6 +208,8 @@ class SlotBook:
     def released(self, number: int, now: float, held: float, decision: Decision) -> None:
         slot = self.table[number]
         slot.running, slot.since, slot.prefilling_until = None, now, 0.0
+        if self.shares and slot.prefix is not None:
+            self._cache(slot.prefix)
         if decision in ("hit", "restored"):
             self.warm_run_seconds = 0.8 * self.warm_run_seconds + 0.2 * held
 

@@ -188,3 +188,21 @@ def test_the_decision_reaches_the_metrics() -> None:
     alice.release()
     assert bob.granted and runs(0, "hit") == hits + 1
     assert sample("datawell_model_prefix_waits_total") == waits + 1
+
+
+def test_one_prefix_many_slots_when_the_model_shares_prompts() -> None:
+    """With `shares` the runtime has llama.cpp save each call's prompt to its host-RAM cache:
+    the askers of one namespace who waited while its prefix was read then start together,
+    one where the prefix is and the others restoring it; without, they take turns on its slot."""
+    four = Rates(prefill=50.0, decode={1: 12.0, 2: 15.11, 4: 18.05}, prefix_tokens=1000)
+    for shares, started in ((True, {"hit", "restored"}), (False, {"hit"})):
+        clock = Clock()
+        scheduler = ModelScheduler(Limits(slots=4, queue=8, per_caller=2), clock=clock, book=SlotBook(4, four, shares))
+        alice = scheduler.enter("alice", prefix="shop")
+        bob, carol = scheduler.enter("bob", prefix="shop"), scheduler.enter("carol", prefix="shop")
+        assert alice.granted and not bob.granted and not carol.granted  # nobody reads the prefix twice
+        clock.now = 28
+        alice.release()
+        granted = {t.placement.decision for t in (bob, carol) if t.placement is not None}
+        assert granted == started, shares
+        assert bob.placement is not None and bob.placement.slot == 0
