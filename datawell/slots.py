@@ -149,7 +149,8 @@ class SlotBook:
             return None
         prefix = run.prefix
         if self.rates is None or prefix is None:
-            return Placement(self._plain(free, set(wanted)).number, "none", "no prompt prefix to keep")
+            reason = "no prompt prefix to keep" if prefix is None else "no cost model (a hosted model): any free slot"
+            return Placement(self._plain(free, set(wanted)).number, "none", reason)
         holding = [s for s in free if s.prefix == prefix]
         if holding:
             slot = max(holding, key=lambda s: s.since)
@@ -215,9 +216,10 @@ class SlotBook:
 
     def observed(self, prefix: str, tokens: int) -> None:
         """A run of `prefix` found `tokens` prompt tokens in the model's cache at its least:
-        about the prefix's length."""
-        if tokens > 0:
-            self.prefix_tokens[prefix] = tokens
+        the prefix's length when the model kept it, a little more after a miss (the second
+        call keeps the first's question too), a few tokens when it kept another prompt's
+        start. The most seen is kept, so such a run does not make the prefix look free."""
+        self.prefix_tokens[prefix] = max(self.prefix_tokens.get(prefix, 0), tokens)
 
     def _cache(self, prefix: str) -> None:
         self.cached[prefix] = None

@@ -206,3 +206,11 @@ def test_one_prefix_many_slots_when_the_model_shares_prompts() -> None:
         granted = {t.placement.decision for t in (bob, carol) if t.placement is not None}
         assert granted == started, shares
         assert bob.placement is not None and bob.placement.slot == 0
+
+
+def test_a_prefixs_length_is_learned_from_its_runs() -> None:
+    scheduler, _ = make()
+    assert scheduler.book.prefill_seconds("shop") == 20.0  # the default 1,000 tokens at 50 a second
+    scheduler.prefix_seen("shop", 1500)
+    scheduler.prefix_seen("shop", 6)  # a call that kept only another prompt's first tokens
+    assert scheduler.book.prefill_seconds("shop") == 30.0
