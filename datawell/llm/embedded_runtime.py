@@ -38,8 +38,9 @@ PARALLEL_SEQUENCES = 4
 SAME_PREFIX_SHARE = 0.001
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
-# The smallest request there is: its start makes llama.cpp save the idle sequences' prompts.
-SAVE_PROMPTS_REQUEST = {"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "stream": True}
+# About the smallest request there is (a system message of its own keeps the chat template's
+# default one out: some 8 tokens): its start makes llama.cpp save the idle sequences' prompts.
+SAVE_PROMPTS_REQUEST = {"messages": [{"role": "system", "content": "."}], "max_tokens": 1, "stream": True}
 
 
 def default_threads() -> int:
