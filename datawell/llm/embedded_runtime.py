@@ -39,8 +39,12 @@ SAME_PREFIX_SHARE = 0.001
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
 # About the smallest request there is (a system message of its own keeps the chat template's
-# default one out: some 8 tokens): its start makes llama.cpp save the idle sequences' prompts.
-SAVE_PROMPTS_REQUEST = {"messages": [{"role": "system", "content": "."}], "max_tokens": 1, "stream": True}
+# default one out: some 12 tokens): its start makes llama.cpp save the idle sequences' prompts.
+SAVE_PROMPTS_REQUEST = {
+    "messages": [{"role": "system", "content": "."}, {"role": "user", "content": "."}],
+    "max_tokens": 1,
+    "stream": True,
+}
 
 
 def default_threads() -> int:
@@ -263,7 +267,17 @@ class EmbeddedRuntime:
         idle sequence restores the best cached prompt instead of reading it again. So once a
         namespace's prefix has been read, every sequence can answer that namespace at the cost
         of a copy, not a prefill (docs/decisions.md, issue 52). Not in `calls`: it is no call."""
-        server.handle_chat_completions(dict(SAVE_PROMPTS_REQUEST), lambda chunk: False)
+        failures: list[str] = []
+
+        def callback(chunk: dict[str, Any]) -> bool:
+            failure = _server_error(chunk)
+            if failure is not None:
+                failures.append(failure)
+            return False
+
+        server.handle_chat_completions(dict(SAVE_PROMPTS_REQUEST), callback)
+        if failures:
+            log.warning("the prompt-saving request failed, prompts are not shared: %s", failures[0])
 
     def complete(self, request: dict[str, Any], deadline: float | None = None) -> Reply:
         reply = Reply()

@@ -328,3 +328,11 @@ def test_a_shared_prompt_is_saved_after_its_call(tmp_path: Path) -> None:
         assert server.requests[0]["max_tokens"] == embedded_runtime.DEFAULT_MAX_TOKENS
         assert server.requests[1:] == ([embedded_runtime.SAVE_PROMPTS_REQUEST] if share else [])
         assert len(runtime.calls) == 1
+
+
+def test_a_failed_prompt_saving_request_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runtime = EmbeddedRuntime(tmp_path / "models", embedded_runtime.RuntimeOptions(share_prompts=True))
+    refusing = FakeServer([], error={"error": {"code": 400, "message": "no user message"}})
+    with caplog.at_level("WARNING"):
+        runtime.save_prompts(refusing)
+    assert "prompts are not shared: no user message" in caplog.text
