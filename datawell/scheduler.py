@@ -241,9 +241,9 @@ class ModelScheduler:
 
     def retry_after_seconds(self) -> int:
         """When a refused question might find room: the queue ahead of it drained at the
-        average run time, over every slot."""
+        average run time, over every slot the measured rates let run at once."""
         ahead = self._waiting_questions() + 1
-        estimate = math.ceil(self._run_seconds * ahead / self.limits.slots)
+        estimate = math.ceil(self._run_seconds * ahead / min(self.limits.slots, self.book.parallel))
         return max(1, min(MAX_RETRY_AFTER_SECONDS, estimate))
 
     def view(self) -> SchedulerView:
