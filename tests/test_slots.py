@@ -214,3 +214,16 @@ def test_a_prefixs_length_is_learned_from_its_runs() -> None:
     scheduler.prefix_seen("shop", 1500)
     scheduler.prefix_seen("shop", 6)  # a call that kept only another prompt's first tokens
     assert scheduler.book.prefill_seconds("shop") == 30.0
+
+
+def test_a_namespaces_queue_does_not_hold_up_another_namespace() -> None:
+    """Questions waiting for their prefix's slot leave the free slot to a question of another
+    namespace, which starts at once instead of queueing behind them."""
+    scheduler, clock = make()
+    alice = scheduler.enter("alice", prefix="shop")
+    bob, carol = scheduler.enter("bob", prefix="shop"), scheduler.enter("carol", prefix="shop")
+    clock.now = 2
+    dave = scheduler.enter("dave", prefix="zoo")
+    assert alice.granted and dave.granted and not bob.granted and not carol.granted
+    assert dave.placement is not None and dave.placement.slot == 1
+    assert [bob.position(), carol.position()] == [1, 2]
