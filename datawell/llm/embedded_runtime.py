@@ -17,10 +17,11 @@ from typing import Any
 import litellm
 
 from datawell.errors import ModelError
+from datawell.llm.models import EMBEDDED_PROVIDER
 from datawell.llm.weights import INSTALL_HINT, ensure_model_file
 
 log = logging.getLogger(__name__)
-PROVIDER = "embedded"
+PROVIDER = EMBEDDED_PROVIDER
 MODEL_ID = "qwen2.5-coder-1.5b"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
 # Context per parallel sequence: the sequences decode together and share one KV cache of

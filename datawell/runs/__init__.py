@@ -70,7 +70,7 @@ class Runs:
         self._check_models(request.choices, "query")
         run_id = new_id()
         events = ending_in_failure(self.nl2ql_events(request, caller))
-        ticket = self._enter(request.user, prefix_key(self.services.prompts, request.namespace.id))
+        ticket = self._enter(request.user, self._prefix(request, "query"))
         return self._scheduled(ticket, recorded(self.services, run_id, "nl2ql", request, events, ticket), run_id=run_id)
 
     async def start_assistant(self, request: AskRequest) -> Run:
@@ -78,7 +78,7 @@ class Runs:
         caller = await self._caller(request)
         self._check_models(request.choices, "plan", "query", "answer")
         # before the conversation: a refused run leaves none
-        ticket = self._enter(request.user, prefix_key(self.services.prompts, request.namespace.id))
+        ticket = self._enter(request.user, self._prefix(request, "plan"))
         try:
             conversation_id = await self._open_conversation(request)
             async with self.services.db.session() as session:
@@ -185,6 +185,13 @@ class Runs:
         async with aclosing(events):
             async for event in events:
                 yield event
+
+    def _prefix(self, request: AskRequest, stage: Stage) -> str | None:
+        """The prompt prefix the scheduler places the run by; none when the request asks a
+        hosted model for the run's first stage (a hosted model's slots keep no prompts)."""
+        if request.choices.for_stage(stage).is_hosted():
+            return None
+        return prefix_key(self.services.prompts, request.namespace.id)
 
     def _enter(self, user: User, prefix: str | None = None) -> Ticket:
         return self.services.scheduler.enter(user.id, Priority.QUESTION, prefix)
