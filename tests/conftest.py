@@ -24,6 +24,7 @@ from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import Runs
 from datawell.services import Overrides, Services
 from tests.fake_runs import FakeRuns
+from tests.pgvector_server import pgvector_server
 
 POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
 
@@ -70,6 +71,13 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await drop_roles(admin, name)  # query roles are cluster-wide
         await admin.close()
+
+
+@pytest.fixture(scope="session")
+def pgvector_url() -> Iterator[str]:
+    """A PostgreSQL server with pgvector (DATAWELL_TEST_PGVECTOR_URL: `tests/pgvector_server.py`)."""
+    with pgvector_server() as url:
+        yield url
 
 
 @pytest.fixture

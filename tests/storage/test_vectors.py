@@ -1,5 +1,6 @@
-"""Every vector store (the embedded on-disk index, the default, and Qdrant: its local mode
-stands in for the server, same client and filters) searches one dataset inside the search,
+"""Every vector store (the embedded on-disk index, the default; Qdrant: its local mode
+stands in for the server, same client and filters; pgvector, when DATAWELL_TEST_PGVECTOR_URL
+names a server: tests/pgvector_server.py) searches one dataset inside the search,
 counts and deletes what it holds; the embedded index opens a saved index as it is and mends
 one that lags its record."""
 
@@ -13,6 +14,7 @@ import textwrap
 import uuid
 import zlib
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +22,23 @@ import pytest
 
 from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.storage.db import create_engine
 from datawell.storage.migration import convert_local_mode
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
+from tests.pgvector_server import fresh_database
 
 DIMENSION = HashingEmbedder().dimension
 
 
-@pytest.fixture(params=["embedded", "qdrant"])
+@pytest.fixture(params=["embedded", "qdrant", pytest.param("pgvector", marks=pytest.mark.postgres)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
+    if request.param == "pgvector":
+        async with pgvector_store(request.getfixturevalue("pgvector_url")) as pgvector:
+            yield pgvector
+        return
     opened: VectorStore = (
         EmbeddedVectorStore(DIMENSION, tmp_path / "vectors")
         if request.param == "embedded"
@@ -37,6 +46,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     )
     yield opened
     await opened.close()
+
+
+@asynccontextmanager
+async def pgvector_store(server: str, dimension: int = DIMENSION) -> AsyncIterator[PgVectorStore]:
+    async with fresh_database(server) as url:
+        engine = create_engine(url)
+        assert await enable_pgvector(engine) is None
+        yield PgVectorStore(engine, dimension)
+        await engine.dispose()
 
 
 async def points(texts: list[str], **payload: str) -> list[Point]:
