@@ -24,6 +24,7 @@ from datawell.storage.datasets import DatasetRef, check_schema, find_dataset, ge
 from datawell.storage.db import Database, has_table
 from datawell.storage.ingestions import cancel_active
 from datawell.storage.objects import ObjectStore
+from datawell.storage.pgvector import PgVectorStore
 from datawell.storage.row_tables import column_type, stage_table, staging_name
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, Ingestion, Link, Namespace, Upload, User, VerifiedExample
@@ -56,8 +57,7 @@ async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str,
         await session.execute(delete(Upload).where(Upload.dataset_id == record.id))
         await session.delete(record)
     rows = await stores.rows.count(record)
-    await _drop_tables(stores.rows, record, [a.id for a in attempts])
-    vectors = await stores.vectors.delete(ROWS, record.id) + await stores.vectors.delete(FIELDS, record.id)
+    vectors = await _drop_tables(stores, record, [a.id for a in attempts])
     objects = 0
     for key in dict.fromkeys([a.object_key for a in attempts] + [u.key for u in uploads]):
         if key:
@@ -184,12 +184,17 @@ async def _change_columns(rows: RowStore, record: Dataset, schema: dict[str, str
             await connection.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN "{field}" {kind}')
 
 
-async def _drop_tables(rows: RowStore, record: Dataset, attempts: list[str]) -> None:
-    """The dataset's row table and any staging table its attempts left."""
+async def _drop_tables(stores: Stores, record: Dataset, attempts: list[str]) -> int:
+    """The dataset's row table, any staging table its attempts left, and its vectors: how many
+    vectors. Vectors in the rows' own database (pgvector) go in the same transaction."""
+    rows, vectors = stores.rows, stores.vectors
     tables = [rows.table(record)] + [stage_table(staging_name(a), {}) for a in attempts]
     async with rows.engine.begin() as connection:
         for table in tables:
             await connection.run_sync(table.drop, checkfirst=True)
+        if isinstance(vectors, PgVectorStore) and vectors.engine is rows.engine:
+            return await vectors.drop(connection, ROWS, record.id) + await vectors.drop(connection, FIELDS, record.id)
+    return await vectors.delete(ROWS, record.id) + await vectors.delete(FIELDS, record.id)
 
 
 async def _replace_prefix(

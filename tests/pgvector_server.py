@@ -1,4 +1,5 @@
-"""A PostgreSQL server with pgvector for the tests of `storage/pgvector.py`.
+"""A PostgreSQL server with pgvector for the tests of `storage/pgvector.py`, and a fresh
+database on a server for each test that asks (`conftest.database_url`).
 
 DATAWELL_TEST_PGVECTOR_URL names one (`postgresql+asyncpg://…`), or is `pgserver`: then a
 throwaway cluster is started from the binaries of the `pgserver` wheel (PostgreSQL 16 with
@@ -21,6 +22,13 @@ from pathlib import Path
 import pytest
 
 SETTING = os.environ.get("DATAWELL_TEST_PGVECTOR_URL")
+# conftest's `database_url` with a third database, PostgreSQL with pgvector (the vectors then go
+# beside the rows): `pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)`.
+WITH_PGVECTOR = [
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.postgres),
+    pytest.param("pgvector", marks=pytest.mark.postgres),
+]
 
 
 def _as_postgres(command: list[str]) -> list[str]:
@@ -74,15 +82,18 @@ def pgvector_server() -> Iterator[str]:
 
 @asynccontextmanager
 async def fresh_database(server: str) -> AsyncIterator[str]:
-    """A new database on `server`, dropped after (the store creates the extension in it)."""
+    """A new database on `server` (a URL), dropped after with the query roles made for it."""
     import asyncpg
 
+    from datawell.tools.sandbox.postgres import drop_roles
+
     admin_dsn = server.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"dw_vectors_{uuid.uuid4().hex[:12]}"
+    name = f"dw_test_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(admin_dsn)
     await admin.execute(f'CREATE DATABASE "{name}"')
     try:
         yield server.rsplit("/", 1)[0] + f"/{name}"
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await drop_roles(admin, name)  # query roles are cluster-wide
         await admin.close()

@@ -47,7 +47,7 @@ async def enable_pgvector(engine: AsyncEngine) -> str | None:
                 if await connection.scalar(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")):
                     return None
                 if not await connection.scalar(sa.text(available)):
-                    return "its server has no pgvector extension (`vector` is not among pg_available_extensions)"
+                    return "its PostgreSQL server has no pgvector extension (no `vector` in pg_available_extensions)"
                 await connection.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector"))
                 return None
         except DBAPIError as exc:
@@ -93,7 +93,7 @@ class PgVectorStore:
     async def _make(self, connection: AsyncConnection, table: sa.Table, dataset_id: str) -> None:
         """The table and the dataset's partition, made if missing (under a lock: another process
         may be making them)."""
-        partition = _partition_name(table.name, dataset_id)
+        partition = partition_name(table.name, dataset_id)
         if partition in self._partitions:
             return
         await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
@@ -145,7 +145,7 @@ class PgVectorStore:
                 # Another process dropped the dataset (or the table) since this one made it.
                 if attempt or "no partition of relation" not in str(exc.orig):
                     raise
-                self._partitions.discard(_partition_name(table.name, dataset_id))
+                self._partitions.discard(partition_name(table.name, dataset_id))
                 self._made.discard(table.name)
 
     async def search(self, collection: str, dataset_id: str, vector: Sequence[float], limit: int) -> list[Hit]:
@@ -206,7 +206,7 @@ class PgVectorStore:
         if match:
             where = [table.c.dataset_id == dataset_id] + [_payload(table, k) == v for k, v in match.items()]
             return int((await connection.execute(sa.delete(table).where(*where))).rowcount)
-        partition = _partition_name(table.name, dataset_id)
+        partition = partition_name(table.name, dataset_id)
         if not await connection.scalar(sa.select(sa.func.to_regclass(partition))):
             return 0
         count = await connection.scalar(sa.text(f'SELECT count(*) FROM "{partition}"'))
@@ -243,7 +243,7 @@ def _table_name(stored: str) -> str:
     return f"vectors_{slug}"
 
 
-def _partition_name(table: str, dataset_id: str) -> str:
+def partition_name(table: str, dataset_id: str) -> str:
     """Under PostgreSQL's 63-byte names: a digest of the dataset's id (ids are any text)."""
     return f"{table}_{hashlib.sha256(dataset_id.encode()).hexdigest()[:16]}"
 
