@@ -49,24 +49,31 @@ def pgserver_cluster() -> Iterator[str]:
     if spec is None or spec.origin is None:
         pytest.skip("DATAWELL_TEST_PGVECTOR_URL=pgserver, but the pgserver package is not installed")
     folder = Path(tempfile.mkdtemp(prefix="datawell-pgvector-"))
-    # A copy the postgres user can read and run, wherever the virtual environment lives.
-    install = folder / "pginstall"
-    shutil.copytree(Path(spec.origin).parent / "pginstall", install)
-    if os.getuid() == 0:
-        subprocess.run(["chown", "-R", "postgres", str(folder)], check=True)
-        folder.chmod(0o755)
-    port, bin_dir, data = _free_port(), install / "bin", folder / "data"
-    run = subprocess.run
-    initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
-    run(_as_postgres(initdb), check=True, capture_output=True)
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+    # A copy the postgres user can read and run, wherever the virtual environment lives; the
+    # binaries find their libraries in the wheel's `pgserver.libs` beside the package (RPATH).
+    package = Path(spec.origin).parent
+    shutil.copytree(package / "pginstall", folder / "pgserver" / "pginstall")
+    shutil.copytree(package.with_name("pgserver.libs"), folder / "pgserver.libs")
+    bin_dir, data, port = folder / "pgserver" / "pginstall" / "bin", folder / "data", _free_port()
     ctl = [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w"]
-    run(_as_postgres([*ctl, "-o", options, "start"]), check=True, capture_output=True)
     try:
+        if os.getuid() == 0:
+            subprocess.run(["chown", "-R", "postgres", str(folder)], check=True)
+            folder.chmod(0o755)
+        initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+        _run(_as_postgres(initdb))
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+        _run(_as_postgres([*ctl, "-o", options, "start"]))
         yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
     finally:
-        run(_as_postgres([*ctl, "-m", "immediate", "stop"]), capture_output=True)
+        subprocess.run(_as_postgres([*ctl, "-m", "immediate", "stop"]), capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
 
 
 @contextmanager
