@@ -1,5 +1,5 @@
 """A dataset's whole life after creation: its description and schema changed, renamed (or its
-namespace renamed), deleted. Each takes the namespace's write rule and leaves no trace of the
+namespace renamed), cleared, deleted. Each takes the namespace's write rule and leaves no trace of the
 old state in any store: rows, vectors, links, uploaded objects, verified examples, attempts.
 
 Metadata changes commit first, in one transaction (so a deleted dataset's name is free at
@@ -75,6 +75,21 @@ async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str,
         examples_deleted=examples,
         ingestions_ended=ended,
     )
+
+
+async def clear_dataset(stores: Stores, record: Dataset) -> tuple[int, int]:
+    """Delete the dataset's rows and vectors: how many of each. Vectors in the rows' own
+    database (pgvector) go in the rows' transaction."""
+    rows, vectors = stores.rows, stores.vectors
+    if isinstance(vectors, PgVectorStore) and vectors.engine is rows.engine:
+        async with rows.engine.begin() as connection:
+            cleared = await rows.clear(record, connection)
+            dropped = await vectors.drop(connection, ROWS, record.id) + await vectors.drop(
+                connection, FIELDS, record.id
+            )
+        return cleared, dropped
+    cleared = await rows.clear(record)
+    return cleared, await vectors.delete(ROWS, record.id) + await vectors.delete(FIELDS, record.id)
 
 
 async def rename_dataset(stores: Stores, user: User, owner: str, namespace: str, name: str, new: str) -> DatasetRef:
