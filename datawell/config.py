@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     vector_store: Literal["auto", "embedded", "pgvector", "qdrant"] = Field(
         "auto",
         description="Where the vectors are: auto = the Qdrant server of QDRANT_URL if set, else the rows' "
-        "PostgreSQL database when its server has pgvector and DATA_DIR/vectors holds none yet, else the "
+        "PostgreSQL database when its server has pgvector (DATA_DIR/vectors is moved into it), else the "
         "embedded index in DATA_DIR/vectors; pgvector refuses to start without the extension.",
     )
 

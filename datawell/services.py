@@ -18,7 +18,7 @@ from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
 from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
-from datawell.storage.migration import convert_local_mode
+from datawell.storage.migration import convert_local_mode, move_to_pgvector
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore
 from datawell.storage.pgvector import PgVectorStore, enable_pgvector
@@ -150,7 +150,8 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
 async def open_vector_store(settings: Settings, embedder: Embedder, rows: RowStore) -> VectorStore:
     """DATAWELL_VECTOR_STORE's choice (`auto`: a Qdrant server when DATAWELL_QDRANT_URL is set,
     else pgvector in the rows' PostgreSQL when it can, else the embedded index in the data
-    folder, one process at a time, with an earlier release's local-mode vectors copied in)."""
+    folder, one process at a time), with vectors an earlier release left in the data folder
+    (local mode, the embedded index) copied in."""
     choice = settings.vector_store
     if choice == "qdrant" or (choice == "auto" and settings.qdrant_url):
         if not settings.qdrant_url:
@@ -161,19 +162,12 @@ async def open_vector_store(settings: Settings, embedder: Embedder, rows: RowSto
         why_not = await enable_pgvector(rows.engine) if rows.dialect == "postgresql" else "the rows are in SQLite"
         if choice == "pgvector" and why_not:
             raise ValueError(f"DATAWELL_VECTOR_STORE=pgvector, but the rows database cannot hold vectors: {why_not}")
-        if why_not:
-            log.info("vectors: the embedded index in %s, not pgvector in the rows' database: %s", folder, why_not)
-        elif choice == "auto" and (folder / "points.sqlite").exists():
-            # Vectors already there would drop out of `semantic()`: the deployment chooses.
-            log.info(
-                "vectors: the embedded index in %s, which holds this deployment's vectors; the rows' PostgreSQL "
-                "has pgvector: DATAWELL_VECTOR_STORE=pgvector moves to it (datasets embedded before then "
-                "need re-ingesting to be searched by meaning)",
-                folder,
-            )
-        else:
+        if not why_not:
             log.info("vectors: pgvector in the rows' PostgreSQL database")
+            await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
+            await move_to_pgvector(folder, rows.engine)
             return PgVectorStore(rows.engine, embedder.dimension, space=embedder.space)
+        log.info("vectors: the embedded index in %s, not pgvector in the rows' database: %s", folder, why_not)
     await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
     return EmbeddedVectorStore(embedder.dimension, folder, space=embedder.space)
 

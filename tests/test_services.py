@@ -1,10 +1,12 @@
 """Which vector store a deployment gets (`open_vector_store`, DATAWELL_VECTOR_STORE): pgvector
-when the rows are in a PostgreSQL that has it, else the embedded index, with a line saying why."""
+when the rows are in a PostgreSQL that has it (an earlier embedded index is moved in), else
+the embedded index, with a line saying why."""
 
 from __future__ import annotations
 
 import logging
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,26 +17,43 @@ from datawell.services import open_vector_store
 from datawell.storage.pgvector import PgVectorStore
 from datawell.storage.rows import RowStore
 from datawell.storage.vector_index import EmbeddedVectorStore
+from datawell.storage.vectors import FIELDS, ROWS, Point
 from tests.pgvector_server import fresh_database
 
 
 @pytest.mark.postgres
-async def test_rows_in_a_postgresql_with_pgvector_hold_the_vectors_unless_the_data_folder_already_does(
-    pgvector_url: str, tmp_path: Path
+async def test_rows_in_a_postgresql_with_pgvector_hold_the_vectors_and_the_embedded_index_moves_in(
+    pgvector_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    embedder = HashingEmbedder()
+    rows_points = [Point(str(uuid.uuid4()), v, {"text": t, "ingestion_id": "i1"}) for t, v in await texts(embedder)]
+    field = Point(str(uuid.uuid4()), rows_points[0].vector, {"namespace_id": "n1", "field": "name"})
+    earlier = EmbeddedVectorStore(embedder.dimension, tmp_path / "vectors", space=embedder.space)
+    await earlier.upsert(ROWS, "d1", rows_points[:2])
+    await earlier.upsert(ROWS, "d2", rows_points[2:])
+    await earlier.upsert(FIELDS, "d1", [field])
+    await earlier.close()
     async with fresh_database(pgvector_url) as url:
         rows = RowStore(url)
-        store = await open_vector_store(Settings(data_dir=tmp_path, database_url=url), HashingEmbedder(), rows)
+        with caplog.at_level(logging.INFO, logger="datawell.storage.migration"):
+            store = await open_vector_store(Settings(data_dir=tmp_path, database_url=url), embedder, rows)
         assert isinstance(store, PgVectorStore)
+        assert "moved 4 vectors from" in caplog.text and not (tmp_path / "vectors").exists()
+        hits = await store.search(ROWS, "d1", rows_points[1].vector, limit=5)
+        assert (hits[0].id, hits[0].payload["text"]) == (rows_points[1].id, "blue sky")
+        assert await store.count(ROWS, "d1") == 2 and await store.count(ROWS, "d2") == 1
+        assert await store.delete(ROWS, "d2", ingestion_id="i1") == 1  # the attempt moved with its points
+        [moved] = await store.nearest(FIELDS, field.vector, 5, match={"namespace_id": "n1"})
+        assert moved.payload == {"namespace_id": "n1", "field": "name", "dataset_id": "d1"}
 
-        embedded = EmbeddedVectorStore(HashingEmbedder().dimension, tmp_path / "vectors")  # an earlier release's
-        await embedded.close()
-        store = await open_vector_store(Settings(data_dir=tmp_path, database_url=url), HashingEmbedder(), rows)
-        assert isinstance(store, EmbeddedVectorStore)  # its vectors stay searchable
-        await store.close()
         chosen = Settings(data_dir=tmp_path, database_url=url, vector_store="pgvector")
-        assert isinstance(await open_vector_store(chosen, HashingEmbedder(), rows), PgVectorStore)
+        assert isinstance(await open_vector_store(chosen, embedder, rows), PgVectorStore)
         await rows.close()
+
+
+async def texts(embedder: HashingEmbedder) -> list[tuple[str, list[float]]]:
+    words = ["red apple pie", "blue sky", "green garden hose"]
+    return list(zip(words, await embedder.embed(words), strict=True))
 
 
 @pytest.mark.postgres
