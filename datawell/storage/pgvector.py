@@ -160,9 +160,16 @@ class PgVectorStore:
         async with self.engine.begin() as connection:
             if not await self._exists(connection, table):
                 return []
-            # Candidates the HNSW scan keeps: it returns no more than this many points.
+            # Candidates the HNSW scan keeps (it returns no more than this many points); and a
+            # plan made for this vector and limit each time: a prepared statement's generic plan
+            # guesses the limit (a tenth of the rows) and may prefer sorting the whole partition.
             ef_search = min(max(EXPANSION_SEARCH, limit), MAX_EF_SEARCH)
-            await connection.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            await connection.execute(
+                sa.select(
+                    sa.func.set_config("hnsw.ef_search", str(ef_search), True),
+                    sa.func.set_config("plan_cache_mode", "force_custom_plan", True),
+                )
+            )
             rows = (await connection.execute(query)).all()
         return [Hit(i, _score(d), {**payload, "dataset_id": dataset_id}) for i, payload, d in rows]
 
