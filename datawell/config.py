@@ -60,7 +60,14 @@ class Settings(BaseSettings):
     # Vectors
     qdrant_url: str | None = Field(
         None,
-        description="A Qdrant server for the vectors; unset: the embedded on-disk index in DATA_DIR/vectors.",
+        description="A Qdrant server for the vectors; unset: the embedded on-disk index in DATA_DIR/vectors, "
+        "or pgvector (see VECTOR_STORE).",
+    )
+    vector_store: Literal["auto", "embedded", "pgvector", "qdrant"] = Field(
+        "auto",
+        description="Where the vectors are: auto = the Qdrant server of QDRANT_URL if set, else the rows' "
+        "PostgreSQL database when its server has pgvector (DATA_DIR/vectors is moved into it), else the "
+        "embedded index in DATA_DIR/vectors; pgvector refuses to start without the extension.",
     )
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.
