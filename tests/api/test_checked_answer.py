@@ -1,7 +1,7 @@
 """Issue 50: the answer the user sees is the checked one. The real assistant graph with a
 scripted model that states a number the rows do not hold ("There was 1 order" over a count
-of 0): the REST SSE stream and the A2A stream carry only the checked answer, never the
-model's number first."""
+of 0): the REST SSE stream, the A2A stream and the console's stream carry only the checked
+answer, never the model's number first (`datawell ask`: tests/cli/test_ask_checked.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ async def test_the_sse_stream_sends_only_the_checked_answer(
     [answer] = [data["text"] for name, data in events if name == "answer"]
     assert answer.startswith(CHECKED)
     assert "".join(deltas) == answer
-    assert "1 order" not in json.dumps(events)  # the model's number is never sent
+    assert "1 order" not in "".join(deltas) + json.dumps(events)  # the model's number is never sent
     assert len(chat_model.calls) == 3  # plan, answer, the one rewrite
 
 
@@ -85,3 +85,27 @@ async def test_the_a2a_stream_carries_only_the_checked_answer(
     assert len(answers) == 1 and answers[0]["parts"][0]["text"].startswith(CHECKED)
     assert results[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "1 order" not in json.dumps(results)
+
+
+async def test_the_console_streams_only_the_checked_answer(
+    client, alice: Account, sales: str, chat_model: ScriptedChatModel
+) -> None:
+    from html import unescape
+
+    from tests.console.test_pages import sign_in
+
+    wrong_twice(chat_model)
+    csrf = await sign_in(client, alice)
+    turn = await client.post(f"/ask/alice/{sales}", data={"csrf": csrf, "question": QUESTION})
+    assert turn.status_code == 200, turn.text
+    stream = unescape(turn.text.split('sse-connect="', 1)[1].split('"', 1)[0])
+
+    body = (await client.get(stream)).text
+
+    blocks = [block.split("\n") for block in body.replace("\r\n", "\n").split("\n\n") if block.strip()]
+    events = [(b[0].removeprefix("event: "), "\n".join(x.removeprefix("data: ") for x in b[1:])) for b in blocks]
+    names = [name for name, _ in events]
+    assert "answer-delta" in names and names.index("answer-delta") < names.index("answer")
+    shown = unescape("".join(data for name, data in events if name == "answer-delta"))
+    assert shown.startswith(CHECKED)
+    assert "1 order" not in shown
