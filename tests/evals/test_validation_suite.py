@@ -5,20 +5,17 @@ real graph driven by the scripted oracle (the gold as the model's reply) passes 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from datawell.config import Settings
-from datawell.errors import QueryError
-from datawell.evals import metrics, scoring
-from datawell.evals.fixtures import load_fixtures
+from datawell.evals import scoring
 from datawell.evals.scoring import CaseResult
 from datawell.evals.suites import load_suite, resolve_suite_path
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.services import Overrides, build_services
+from tests.evals.sql_eval_gold import compare_golds
 
 DATABASES = {"broker", "car_dealership", "derm_treatment", "ewallet"}
 HELD_OUT = ("geography", "restaurants", "scholar", "yelp", "imdb")
@@ -53,11 +50,6 @@ ORACLE_FAILS: dict[str, str] = {
 }
 
 
-def _sql_eval_gold(folder: Path) -> dict[str, dict[str, Any]]:
-    lines = (folder / "sql_eval_gold.jsonl").read_text(encoding="utf-8").splitlines()
-    return {item["id"]: item for item in map(json.loads, lines)}
-
-
 def test_the_validation_suite_is_found_by_name_and_holds_only_its_four_databases() -> None:
     path = resolve_suite_path("validation")
     assert path.parent.name == "validation"
@@ -73,33 +65,10 @@ def test_the_validation_suite_is_found_by_name_and_holds_only_its_four_databases
 
 
 async def test_every_validation_gold_query_runs_and_returns_sql_evals_gold_rows(settings: Settings) -> None:
-    assert SUITE.path is not None
-    recorded = _sql_eval_gold(SUITE.path.parent)
-    wrong: list[tuple[str, str]] = []
-    checked = 0
+    """On SQLite and on PostgreSQL (the `settings` fixture runs both)."""
     services = await build_services(settings, Overrides(embedder=HashingEmbedder()))
     try:
-        store = await load_fixtures(services, SUITE)
-        for case in SUITE.cases:
-            if case.expected.refuse:
-                continue
-            namespace = store.namespace(str(case.vars.namespace))
-            gold, *alternatives = [str(case.expected.query), *case.expected.alternatives]
-            try:
-                rows = (await services.query_tools.run(store.user, namespace, gold)).rows
-                for query in alternatives:
-                    await services.query_tools.run(store.user, namespace, query)
-            except QueryError as exc:
-                wrong.append((case.id, f"{exc.message}: {[e.message for e in exc.sub_errors]}"))
-                continue
-            assert rows, f"{case.id}: the gold query returns no rows"
-            source = recorded.get(case.id)
-            if source is None or "unchecked" in source:  # hand-made, or not comparable
-                continue
-            checked += 1
-            ordered = metrics.query_orders(source["query"]) and all(a.order != "ignore" for a in case.assert_)
-            if not metrics.results_match(rows, source["rows"], ordered=ordered, any_column_order=True):
-                wrong.append((case.id, f"{rows} != {source['rows']}"))
+        wrong, checked = await compare_golds(services, SUITE)
     finally:
         await services.close()
     assert wrong == [], "\n".join(f"{i}: {w}" for i, w in wrong)
