@@ -159,6 +159,7 @@ def test_list_shows_bundled_suites() -> None:
         "erp",
         "extract",
         "nl2ql",
+        "validation",
     ]
 
 
