@@ -5,6 +5,7 @@ response; the same spans over OTLP/HTTP to a loopback receiver."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -347,7 +348,8 @@ async def test_the_run_span_says_where_the_scheduler_put_it(
     the cached tokens of its model calls tell the scheduler the prefix's length."""
     rates = Rates(prefill=50.0, decode={1: 12.0, 2: 15.0}, prefix_tokens=1000)
     book = SlotBook(2, rates)
-    listener = metrics.QueueMetrics("test-trace")
+    model = f"test-trace-{uuid.uuid4().hex[:8]}"  # the counters are the process's: one per store
+    listener = metrics.QueueMetrics(model)
     services.scheduler = ModelScheduler(Limits(slots=2, queue=4, per_caller=2), listener=listener, book=book)
     exporter.clear()
     await ask(client, alice)
@@ -360,7 +362,7 @@ async def test_the_run_span_says_where_the_scheduler_put_it(
     [run] = [s for s in exporter.get_finished_spans() if s.name == "run assistant"][1:]
     assert [e.name for e in run.events] == ["scheduled"]
     scraped = await scrape(client)
-    hit = ("datawell_model_slot_runs_total", frozenset({"model": "test-trace", "slot": "0", "prefix": "hit"}.items()))
+    hit = ("datawell_model_slot_runs_total", frozenset({"model": model, "slot": "0", "prefix": "hit"}.items()))
     assert scraped[hit] == 1
     [prefix_tokens] = book.prefix_tokens.values()
     assert prefix_tokens > 0
