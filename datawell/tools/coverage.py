@@ -154,17 +154,35 @@ def subject(question: str) -> list[str]:
     first_line = question.strip().lower().split("\n", 1)[0]
     for pattern in _SUBJECT:
         if found := pattern.search(first_line):
-            return [w for w in content_words(found.group(1)) if w not in COMPUTED]
+            return [w for w in content_words(found.group(1)) if w not in COMPUTED and not defined(w, question)]
     return []
+
+
+def defined(word: str, question: str) -> bool:
+    """Whether the question defines `word` itself ("ASP = average sale price", "CR (customer
+    rank) is defined as ..."): a term the asker defines needs no column of its name."""
+    return bool(
+        re.search(
+            rf"\b{re.escape(word)}\b\s*(?:\([^)]*\)\s*)?(?:=|:|\bis defined as\b|\bmeans\b|\bstands for\b)",
+            question.lower(),
+        )
+    )
 
 
 def held(words: list[str], catalog: Catalog) -> bool:
     """Whether the catalog holds one of `words`: the same word, one sharing its first five
-    letters, or a catalog word of three letters or more that begins it (`pop`, "population")."""
+    letters, a catalog word of three letters or more that begins it (`pop`, "population"), or
+    a name written as one word that holds it whole (`sbcustomer`, `orderitems` hold
+    "customer", "items"; five letters or more, so that `age` is not held by `page`)."""
     known, _ = catalog_texts(catalog)
     abbreviations = [k for k in known if len(k) >= 3]
     forms = {form for w in words for form in (w, singular(w))}
-    return any(word_match(w, known) or any(w.startswith(k) for k in abbreviations) for w in forms)
+    return any(
+        word_match(w, known)
+        or any(w.startswith(k) for k in abbreviations)
+        or (len(w) >= PREFIX and any(w in k for k in known if len(k) > len(w)))
+        for w in forms
+    )
 
 
 def singular(word: str) -> str:

@@ -68,6 +68,21 @@ def test_a_subject_is_held_by_a_word_a_shared_stem_or_an_abbreviation_in_the_cat
     assert not held(["fee"], Catalog(SHOP, [table_with("feedback")]))  # a longer word is no abbreviation
 
 
+def test_a_name_written_as_one_word_holds_the_words_inside_it() -> None:
+    # Schemas that prefix or run words together ("tblinvoice", "orderitems") still hold them.
+    assert held(["invoices"], Catalog(SHOP, [table_with("tblinvoice")]))
+    assert held(["items"], Catalog(SHOP, [table_with("orderitems")]))
+    # Under five letters a word is too likely to sit inside an unrelated one.
+    assert not held(["age"], Catalog(SHOP, [table_with("homepage")]))
+
+
+def test_a_term_the_question_defines_is_not_asked_of_the_catalog() -> None:
+    assert subject("What is the XYZ of each store?\n\nInstructions: XYZ = revenue per visit") == []
+    assert subject("What is the XYZ of each store?\n\nXYZ (yield per zone) is defined as rows") == []
+    assert subject("List the XYZ tickets\n\nInstructions: XYZ = the open ones") == ["tickets"]
+    assert subject("What is the XYZ of each store?") == ["xyz"]
+
+
 def table_with(column: str) -> TableInfo:
     return TableInfo(
         name="things",
