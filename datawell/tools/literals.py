@@ -11,7 +11,7 @@ case-insensitively first, then by containment:
   (`LOWER(venue) LIKE '%ieee transactions%'`);
 - none match, but other text columns of the namespace store the literal (but for case): when
   the query can reach exactly one of them (its table is read, or joined from one table of the
-  query by a key or through one linking dataset: tools/mend.filter_where_stored), the filter
+  query by a key or through one linking dataset: tools/rewrite/filter_where_stored.py), the filter
   reads that column. "Which organizations have authors who have written publications in the
   domain "Machine Learning"?" written `organization.name = 'Machine Learning'` filters
   `domain.name` (the keyword that has the same name is out of the query's reach);
@@ -49,9 +49,10 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.mend import filter_where_stored, key_names
 from datawell.tools.ql import Queries, Who
 from datawell.tools.rewrite.change import Change
+from datawell.tools.rewrite.filter_where_stored import filter_where_stored
+from datawell.tools.rewrite.joins import key_names
 from datawell.tools.rewrite.lexicon import question_names
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first

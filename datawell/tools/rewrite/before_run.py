@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from datawell.tools import mend, shape
+from datawell.tools import shape
 from datawell.tools.catalog import Catalog
-from datawell.tools.mend import Mended
-from datawell.tools.rewrite.change import Context, Reads, Rule, Scope, Tier
+from datawell.tools.rewrite.change import Context, Mended, Reads, Rule, Scope, Tier
 from datawell.tools.rewrite.period_for_first_day import period_for_first_day
+from datawell.tools.rewrite.reroute_crossed_keys import reroute_crossed_keys
+from datawell.tools.rewrite.reroute_mistyped_joins import reroute_mistyped_joins
 
 
 def _tree(body: Callable[[exp.Query], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
@@ -51,11 +52,11 @@ def _ratio(query: str, context: Context) -> tuple[str, list[str]]:
 
 
 def _mistyped(scope: Scope, _: Context) -> list[str]:
-    return mend.reroute_mistyped_joins(scope.select, scope.sources)
+    return reroute_mistyped_joins(scope.select, scope.sources)
 
 
 def _crossed(scope: Scope, _: Context) -> list[str]:
-    return mend.reroute_crossed_keys(scope.select, scope.sources, scope.catalog, scope.defined, scope.tree)
+    return reroute_crossed_keys(scope.select, scope.sources, scope.catalog, scope.defined, scope.tree)
 
 
 R: Tier = "repair"

@@ -19,8 +19,8 @@ from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.mend import aliases, qualifiers_read, sources_of
 from datawell.tools.rewrite.change import Change, Context, Rule, Scope, SelectApply, TextApply, TreeApply
+from datawell.tools.rewrite.sql import aliases, qualifiers_read, sources_of
 
 
 @dataclass(frozen=True)

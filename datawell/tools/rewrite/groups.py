@@ -5,8 +5,7 @@ on-refusal rules), `reroute_joins` (the two that reroute joins). Their changes a
 from __future__ import annotations
 
 from datawell.tools.catalog import Catalog
-from datawell.tools.mend import Mended
-from datawell.tools.rewrite.change import Context
+from datawell.tools.rewrite.change import Context, Mended
 from datawell.tools.rewrite.driver import apply_now
 from datawell.tools.rewrite.registry import BEFORE_RUN, ON_REFUSAL
 from datawell.tools.shape import Shaped
