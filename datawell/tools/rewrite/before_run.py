@@ -1,4 +1,5 @@
-"""The rules that run before a query runs (bodies in tools/shape.py, mend.py, literals.py)."""
+"""The rules that run before a query runs, each body in its own module of this package (the
+two `values` rules are applied by tools/literals.match_literals, which looks the values up)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from datawell.tools import shape
 from datawell.tools.catalog import Catalog
-from datawell.tools.rewrite.change import Context, Mended, Reads, Rule, Scope, Tier
+from datawell.tools.rewrite.change import Context, Mended, Reads, Rule, Scope, Shaped, Tier
+from datawell.tools.rewrite.compute_the_ratio_asked import compute_the_ratio_asked
+from datawell.tools.rewrite.count_the_things_asked import count_the_things_asked
 from datawell.tools.rewrite.divide_as_fractions import divide_as_fractions
 from datawell.tools.rewrite.drop_placeholder_filters import drop_placeholder_filters
 from datawell.tools.rewrite.drop_unasked_limit import drop_unasked_limit
+from datawell.tools.rewrite.filter_the_end_asked import filter_the_end_asked
+from datawell.tools.rewrite.group_per_asked import group_per_asked
 from datawell.tools.rewrite.group_union_per_value import group_union_per_value
+from datawell.tools.rewrite.label_rows import label_rows
 from datawell.tools.rewrite.lexicon import asked_per, says_what_to_show
 from datawell.tools.rewrite.period_for_first_day import period_for_first_day
 from datawell.tools.rewrite.reroute_crossed_keys import reroute_crossed_keys
@@ -41,7 +46,7 @@ def _ranking_measure(tree: exp.Query, context: Context) -> tuple[exp.Query, str]
 
 
 def _with_catalog(
-    body: Callable[[str, str, Catalog], shape.Shaped | Mended],
+    body: Callable[[str, str, Catalog], Shaped | Mended],
 ) -> Callable[[str, Context], tuple[str, list[str]]]:
     def apply(query: str, context: Context) -> tuple[str, list[str]]:
         assert context.catalog is not None  # the driver runs a rule that reads it only with it
@@ -51,14 +56,14 @@ def _with_catalog(
     return apply
 
 
-def _per_asked(query: str, question: str, catalog: Catalog) -> shape.Shaped:
+def _per_asked(query: str, question: str, catalog: Catalog) -> Shaped:
     if not asked_per(question):
-        return shape.Shaped(query, [])
-    return shape.group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
+        return Shaped(query, [])
+    return group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
 
 
 def _ratio(query: str, context: Context) -> tuple[str, list[str]]:
-    done = shape.compute_the_ratio_asked(query, context.question)
+    done = compute_the_ratio_asked(query, context.question)
     return done.query, done.changes
 
 
@@ -104,7 +109,7 @@ RULES = (
          "a filter to a placeholder ('NONE', 'N/A') the question never asks for goes", case="atis-08"),
     Rule("select_ranking_measure", "before_run", W, (Q,), "tree", _ranking_measure,
          "a ranking's hidden measure is selected, unless the question says what to show"),
-    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.filter_the_end_asked),
+    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(filter_the_end_asked),
          "a value filtered at one end of a move (from/to) is read at the end the question puts it",
          case="atis-11"),
     Rule("reroute_mistyped_joins", "before_run", R, (C,), "select", _mistyped,
@@ -114,10 +119,10 @@ RULES = (
          case="academic (keys of an initial + id)"),
     Rule("group_per_asked", "before_run", W, (Q, C), "text", _with_catalog(_per_asked),
          "an aggregate asked 'per X' without its groups is grouped by the column X names"),
-    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(shape.label_rows),
+    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(label_rows),
          "values listed of rows the question names, without a name: the rows' name column is selected",
          case="advising-29"),
-    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.count_the_things_asked),
+    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(count_the_things_asked),
          "a COUNT of another table's key, where the question asks how many of its things: COUNT(DISTINCT)",
          case="academic-14"),
     Rule("compute_the_ratio_asked", "before_run", W, (Q,), "text", _ratio,

@@ -13,8 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from datawell.tools.checker.allowed import QL_DIALECT
-from datawell.tools.mend import inner_join
-from datawell.tools.rewrite.sql import Source
+from datawell.tools.rewrite.sql import Source, inner_join
 
 
 def drop_dead_joins(select: exp.Select, sources: dict[str, Source], tree: exp.Expr, read_for: set[str]) -> list[str]:

@@ -21,9 +21,8 @@ import sqlglot
 from sqlglot import exp
 
 from datawell.tools.checker.allowed import QL_DIALECT
-from datawell.tools.mend import inner_join
 from datawell.tools.rewrite.lexicon import says
-from datawell.tools.rewrite.sql import Source, joined_tables
+from datawell.tools.rewrite.sql import Source, inner_join, joined_tables
 
 
 def drop_invented_filters(select: exp.Select, sources: dict[str, Source], question: str) -> list[str]:

@@ -9,8 +9,22 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.mend import key_names
+from datawell.tools.coverage import singular
 from datawell.tools.rewrite.sql import Source, spelling
+
+
+def key_names(table: TableInfo) -> set[str]:
+    """A table's own key, by its name, among its columns: its singular with `_id`, `_code`,
+    `_no` or `_number`; else its name's last word's; else, for a one-word name, its initial
+    with `id`."""
+    columns = {c.lower() for c in table.columns}
+    whole = singular(table.name.lower())
+    for stem in (whole, singular(whole.rsplit("_", 1)[-1])):  # `offering_id` of course_offering
+        if names := {f"{stem}_{suffix}" for suffix in ("id", "code", "no", "number")} & columns:
+            return names
+    if "_" in whole:  # domain_journal is a link, not a thing with a key
+        return set()
+    return {f"{whole[:1]}id"} & columns  # academic's `aid` of author, `pid` of publication
 
 
 def keyed_by(catalog: Catalog, column: str) -> set[str]:

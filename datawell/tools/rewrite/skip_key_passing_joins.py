@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from datawell.tools.mend import inner_join
+from datawell.tools.rewrite.sql import inner_join
 
 
 def skip_key_passing_joins(tree: exp.Query) -> str:

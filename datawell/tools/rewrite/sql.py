@@ -93,3 +93,9 @@ def holder_of(column: exp.Column, sources: dict[str, Source]) -> Source | None:
 def spelling(info: TableInfo, name: str) -> str:
     """The column's name as the table spells it."""
     return next((c for c in info.columns if c.lower() == name.lower()), name)
+
+
+def inner_join(join: exp.Join) -> bool:
+    """Whether the join is an inner one (`JOIN` or `INNER JOIN`): dropping an outer join would
+    lose the rows it keeps."""
+    return not join.args.get("side") and join.args.get("kind") in (None, "INNER")
