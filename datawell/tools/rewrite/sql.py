@@ -99,3 +99,49 @@ def inner_join(join: exp.Join) -> bool:
     """Whether the join is an inner one (`JOIN` or `INNER JOIN`): dropping an outer join would
     lose the rows it keeps."""
     return not join.args.get("side") and join.args.get("kind") in (None, "INNER")
+
+
+@dataclass(frozen=True)
+class TextFilter:
+    """A comparison of a text column of one catalog table with a text literal."""
+
+    comparison: exp.Expr
+    column: exp.Column
+    literal: exp.Literal
+    table: TableInfo
+
+
+def literal_side(comparison: exp.Expr) -> tuple[exp.Column, exp.Literal] | None:
+    left, right = comparison.this, comparison.expression
+    if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
+        return left, right
+    if isinstance(right, exp.Column) and isinstance(left, exp.Literal) and left.is_string:
+        return right, left
+    return None
+
+
+def text_filters(tree: exp.Expr, catalog: Catalog, kinds: tuple[type[exp.Expr], ...] = (exp.EQ,)) -> list[TextFilter]:
+    """The `text column = 'literal'` comparisons (or of another of `kinds`) whose column is
+    one catalog table's."""
+    found = []
+    for comparison in list(tree.find_all(*kinds)):
+        sides = literal_side(comparison)
+        select = comparison.find_ancestor(exp.Select)
+        if sides is None or select is None:
+            continue
+        column, literal = sides
+        sources = {}
+        for table in select.find_all(exp.Table):
+            if table.find_ancestor(exp.Select) is not select:
+                continue
+            name = ".".join(p for p in (table.catalog, table.db, table.name) if p)
+            info = catalog.table(name)
+            if info is not None:
+                sources[table.alias_or_name] = info
+        if column.table:
+            candidates = [sources[column.table]] if column.table in sources else []
+        else:
+            candidates = [t for t in sources.values() if column.name in t.columns]
+        if len(candidates) == 1 and candidates[0].columns.get(column.name) == "text":
+            found.append(TextFilter(comparison, column, literal, candidates[0]))
+    return found
