@@ -62,7 +62,7 @@ def query_deps(services: Services) -> QueryDeps:
 def assistant_deps(services: Services) -> AssistantDeps:
     settings = services.settings
     return AssistantDeps(
-        # The steps' rows are read back in words: a ranking shows its measure (tools/shape.py).
+        # The steps' rows are read back in words: a ranking shows its measure (tools/rewrite/select_ranking_measure.py).
         query=replace(query_deps(services), show_measure=True),
         budgets=Budgets(
             max_rows_per_step=settings.max_rows_per_step,

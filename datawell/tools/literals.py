@@ -11,11 +11,14 @@ case-insensitively first, then by containment:
   (`LOWER(venue) LIKE '%ieee transactions%'`);
 - none match, but other text columns of the namespace store the literal (but for case): when
   the query can reach exactly one of them (its table is read, or joined from one table of the
-  query by a key or through one linking dataset: tools/mend.filter_where_stored), the filter
+  query by a key or through one linking dataset: tools/rewrite/filter_where_stored.py), the filter
   reads that column. "Which organizations have authors who have written publications in the
   domain "Machine Learning"?" written `organization.name = 'Machine Learning'` filters
   `domain.name` (the keyword that has the same name is out of the query's reach);
 - else the query is left as written (its empty result is then doubted as before).
+
+The two rules' bodies are tools/rewrite/match_stored_values.py and filter_where_stored.py;
+this module finds the filters' stored values and hands them over.
 
 The values come from the column's hints when they list every value (a category), else from a
 bounded `SELECT column ... WHERE LOWER(column) LIKE ... GROUP BY column LIMIT` (the distinct
@@ -49,10 +52,13 @@ from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.mend import filter_where_stored, key_names
 from datawell.tools.ql import Queries, Who
 from datawell.tools.rewrite.change import Change
+from datawell.tools.rewrite.filter_where_stored import filter_where_stored
+from datawell.tools.rewrite.joins import key_names
 from datawell.tools.rewrite.lexicon import question_names
+from datawell.tools.rewrite.match_stored_values import match_stored_values
+from datawell.tools.rewrite.sql import TextFilter, literal_side, text_filters
 
 LOOKUP_VALUES = 20  # stored values a lookup reads, the shortest first
 LOOKUP_COLUMNS = 24  # other text columns `where_stored` looks a literal up in
@@ -66,14 +72,6 @@ class Matched:
     query: str
     changes: list[str]
     records: list[Change] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Filter:
-    comparison: exp.Expr
-    column: exp.Column
-    literal: exp.Literal
-    table: TableInfo
 
 
 LITERAL_RULES = frozenset(["match_stored_values", "filter_where_stored"])
@@ -93,21 +91,21 @@ async def match_literals(
         tree = sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT])
     except sqlglot.errors.SqlglotError:
         return Matched(query, [])  # the checker says why
-    if not any(_literal_side(c) for c in tree.find_all(exp.EQ)):
+    if not any(literal_side(c) for c in tree.find_all(exp.EQ)):
         return Matched(query, [])
     catalog = catalog or await tools.catalog(user, namespace)
     changes = []
     records = []
     elsewhere = []
     before = tree.sql(dialect=DIALECTS[QL_DIALECT])
-    for found in _filters(tree, catalog):
+    for found in text_filters(tree, catalog):
         stored = found.literal.this
         values = await _values(tools, user, namespace, found.table, found.column.name, stored)
         if values is None:
             continue
         if not values:
             elsewhere.append(found)
-        elif "match_stored_values" in rules and (change := _rewrite(found, stored, values)):
+        elif "match_stored_values" in rules and (change := match_stored_values(found, stored, values)):
             changes.append(change)
             after = tree.sql(dialect=DIALECTS[QL_DIALECT])
             records.append(Change("match_stored_values", before, after, change))
@@ -124,7 +122,7 @@ async def match_literals(
 
 
 async def _holders_of(
-    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: _Filter
+    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: TextFilter
 ) -> list[tuple[tuple[str, str], str]]:
     """The other text columns (table, column) of the namespace with a value that is the
     filter's text but for case, with that value."""
@@ -138,7 +136,7 @@ async def _holders_of(
 
 
 async def _stored_elsewhere(
-    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: _Filter, text: str
+    tools: Queries, user: Who, namespace: NamespaceRef, catalog: Catalog, found: TextFilter, text: str
 ) -> list[tuple[TableInfo, str, list[str]]]:
     """The namespace's other text columns (at most LOOKUP_COLUMNS) with values containing
     `text`, ignoring case, with those values."""
@@ -165,7 +163,7 @@ async def where_stored(tools: Queries, user: Who, namespace: NamespaceRef, query
         return []
     catalog = await tools.catalog(user, namespace)
     said = []
-    for found in _filters(tree, catalog, (exp.EQ, exp.Like, exp.ILike)):
+    for found in text_filters(tree, catalog, (exp.EQ, exp.Like, exp.ILike)):
         text = found.literal.this.strip("%").replace("%", " ").strip()
         if not text or await _values(tools, user, namespace, found.table, found.column.name, text):
             continue
@@ -280,42 +278,6 @@ async def _values(
     return await _lookup(tools, user, namespace, table, column, text)
 
 
-def _literal_side(comparison: exp.Expr) -> tuple[exp.Column, exp.Literal] | None:
-    left, right = comparison.this, comparison.expression
-    if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
-        return left, right
-    if isinstance(right, exp.Column) and isinstance(left, exp.Literal) and left.is_string:
-        return right, left
-    return None
-
-
-def _filters(tree: exp.Expr, catalog: Catalog, kinds: tuple[type[exp.Expr], ...] = (exp.EQ,)) -> list[_Filter]:
-    """The `text column = 'literal'` comparisons (or of another of `kinds`) whose column is
-    one catalog table's."""
-    found = []
-    for comparison in list(tree.find_all(*kinds)):
-        sides = _literal_side(comparison)
-        select = comparison.find_ancestor(exp.Select)
-        if sides is None or select is None:
-            continue
-        column, literal = sides
-        sources = {}
-        for table in select.find_all(exp.Table):
-            if table.find_ancestor(exp.Select) is not select:
-                continue
-            name = ".".join(p for p in (table.catalog, table.db, table.name) if p)
-            info = catalog.table(name)
-            if info is not None:
-                sources[table.alias_or_name] = info
-        if column.table:
-            candidates = [sources[column.table]] if column.table in sources else []
-        else:
-            candidates = [t for t in sources.values() if column.name in t.columns]
-        if len(candidates) == 1 and candidates[0].columns.get(column.name) == "text":
-            found.append(_Filter(comparison, column, literal, candidates[0]))
-    return found
-
-
 def _listed(hint: ColumnHint) -> list[str] | None:
     """Every value of the column, when its hints hold them all."""
     if hint.values and hint.distinct_at_least is None and hint.distinct == len(hint.values):
@@ -369,29 +331,3 @@ async def _containing(
     except QueryError:
         return None
     return result.rows
-
-
-def _rewrite(found: _Filter, literal: str, values: list[str]) -> str:
-    """Rewrite the comparison in place; what changed, or "" when nothing did."""
-    if literal in values:
-        return ""
-    lowered = literal.lower()
-    same = [v for v in values if v.lower() == lowered]
-    containing = [v for v in values if lowered in v.lower()]
-    name = f"{found.table.name}.{found.column.name}"
-    chosen = same if same else containing
-    if len(chosen) == 1:
-        found.literal.replace(exp.Literal.string(chosen[0]))
-        return f"{name}: {literal!r} is stored as {chosen[0]!r}"
-    if not chosen:
-        return ""
-    pattern = f"%{lowered}%" if not same else lowered
-    column = found.column.copy()
-    lower = exp.Lower(this=column)
-    replacement: exp.Expr = (
-        exp.EQ(this=lower, expression=exp.Literal.string(pattern))
-        if same
-        else exp.Like(this=lower, expression=exp.Literal.string(pattern))
-    )
-    found.comparison.replace(replacement)
-    return f"{name}: {literal!r} matches {len(chosen)} stored values, compared ignoring case"

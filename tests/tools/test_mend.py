@@ -5,7 +5,7 @@ from __future__ import annotations
 from datawell.storage.access import NamespaceRef
 from datawell.storage.hints import ColumnHint
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.mend import filter_where_stored
+from datawell.tools.rewrite.filter_where_stored import filter_where_stored
 from datawell.tools.rewrite.groups import mend, reroute_joins
 
 NAMESPACE = NamespaceRef("n1", "alice", "school")

@@ -8,14 +8,12 @@ import pytest
 
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.rewrite.compute_the_ratio_asked import compute_the_ratio_asked
+from datawell.tools.rewrite.count_the_things_asked import count_the_things_asked
+from datawell.tools.rewrite.filter_the_end_asked import filter_the_end_asked
+from datawell.tools.rewrite.group_per_asked import group_per_asked
 from datawell.tools.rewrite.groups import fit_shape
-from datawell.tools.shape import (
-    compute_the_ratio_asked,
-    count_the_things_asked,
-    filter_the_end_asked,
-    group_per_asked,
-    label_rows,
-)
+from datawell.tools.rewrite.label_rows import label_rows
 from tests.tools.conftest import World
 
 

@@ -23,10 +23,12 @@ class QueryDeps:
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
-    fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/shape.py)
+    fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/rewrite/before_run.py)
     show_measure: bool = False  # a ranking's hidden measure selected, for answers in words (the assistant)
     rules_off: frozenset[str] = frozenset()  # rewrite rules switched off by name (tools/rewrite/registry.py)
-    mend: bool = True  # a refused query's slips with one sensible reading mended without the model (tools/mend.py)
+    mend: bool = (
+        True  # a refused query's slips with one sensible reading mended without the model (tools/rewrite/on_refusal.py)
+    )
     refuse_unheld_subject: bool = True  # a question whose subject the catalog holds no word of is refused
     coverage: TextEmbedder | None = None  # set: questions the catalog does not cover are refused (issue 27)
     candidates: int = 1  # query candidates sampled and voted on by their results (issue 27)

@@ -25,10 +25,10 @@ from datawell.tools.checker.bounds import bound
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
 from datawell.tools.literals import names_left_out, where_stored
-from datawell.tools.mend import unsaid_filters
 from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal
 from datawell.tools.ql import QueryResult
+from datawell.tools.rewrite.drop_invented_filters import unsaid_filters
 
 UNKNOWN_NAMES = {"unknown_column", "unknown_table"}  # the checker's codes for names not in the catalog
 NOT_A_SELECT = "not_a_select"  # the checker's code for any statement but a query
@@ -261,7 +261,7 @@ async def check(state: QueryState, runtime: Runtime[QueryContext], deps: QueryDe
         if catalog is not None and (
             repaired := await mended(deps, context, catalog, state["question"], state["draft"], reasoning)
         ):
-            return repaired  # a slip with one sensible reading, mended without the model (tools/mend.py)
+            return repaired  # a slip with one sensible reading, mended without the model (tools/rewrite/on_refusal.py)
         # --- issue 27: an unknown name is looked up in the whole catalog (tools/names.py) ---
         hints: list[str] = []
         missing: list[str] = []

@@ -8,5 +8,10 @@ it exists); each phase runs one explicit, ordered tuple of them (`registry.BEFOR
 recorded as a `Change(rule, before, after, reason)` (`change.py`). A setting switches rules
 off by name (`DATAWELL_QUERY_RULES_DISABLED`; docs/query-rewrites.md lists them all).
 
-This module imports nothing: tools/shape.py, mend.py and literals.py, whose rule bodies the
-registry names, import `change.py` themselves."""
+Each rule's body is a module of this package named after the rule (`drop_unasked_limit.py`),
+in the style of sqlglot's optimizer: a function of the parsed query (or of its text) and of
+what the rule declares it reads. `before_run.py` and `on_refusal.py` declare the rules, in
+order; what several rules share is in `sql.py` (what a rule reads of a parsed query: the
+datasets a SELECT reads, its columns), `joins.py` (keys and links between datasets) and
+`lexicon.py` (what the question says). The two `values` rules' lookups stay in
+tools/literals.py, which calls their bodies here. This module imports nothing."""

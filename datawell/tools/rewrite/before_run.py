@@ -1,4 +1,5 @@
-"""The rules that run before a query runs (bodies in tools/shape.py, mend.py, literals.py)."""
+"""The rules that run before a query runs, each body in its own module of this package (the
+two `values` rules are applied by tools/literals.match_literals, which looks the values up)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,27 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from datawell.tools import mend, shape
 from datawell.tools.catalog import Catalog
-from datawell.tools.mend import Mended
-from datawell.tools.rewrite.change import Context, Reads, Rule, Scope, Tier
+from datawell.tools.rewrite.change import Context, Mended, Reads, Rule, Scope, Shaped, Tier
+from datawell.tools.rewrite.compute_the_ratio_asked import compute_the_ratio_asked
+from datawell.tools.rewrite.count_the_things_asked import count_the_things_asked
+from datawell.tools.rewrite.divide_as_fractions import divide_as_fractions
+from datawell.tools.rewrite.drop_placeholder_filters import drop_placeholder_filters
+from datawell.tools.rewrite.drop_unasked_limit import drop_unasked_limit
+from datawell.tools.rewrite.filter_the_end_asked import filter_the_end_asked
+from datawell.tools.rewrite.group_per_asked import group_per_asked
+from datawell.tools.rewrite.group_union_per_value import group_union_per_value
+from datawell.tools.rewrite.label_rows import label_rows
+from datawell.tools.rewrite.lexicon import asked_per, says_what_to_show
 from datawell.tools.rewrite.period_for_first_day import period_for_first_day
+from datawell.tools.rewrite.reroute_crossed_keys import reroute_crossed_keys
+from datawell.tools.rewrite.reroute_mistyped_joins import reroute_mistyped_joins
+from datawell.tools.rewrite.rows_not_extremes import rows_not_extremes
+from datawell.tools.rewrite.rows_once_through_filtering_joins import rows_once_through_filtering_joins
+from datawell.tools.rewrite.select_group_keys import select_group_keys
+from datawell.tools.rewrite.select_ranking_measure import select_ranking_measure
+from datawell.tools.rewrite.skip_key_passing_joins import skip_key_passing_joins
+from datawell.tools.rewrite.whole_numbers_asked import whole_numbers_asked
 
 
 def _tree(body: Callable[[exp.Query], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
@@ -23,13 +40,13 @@ def _worded(body: Callable[[exp.Query, str], str]) -> Callable[[exp.Query, Conte
 
 def _ranking_measure(tree: exp.Query, context: Context) -> tuple[exp.Query, str]:
     # A question that says what to show ("Give the doctor's name") is answered with that alone.
-    if context.show_measure or not shape.SHOWS.search(context.question):
-        return tree, shape.select_ranking_measure(tree)
+    if context.show_measure or not says_what_to_show(context.question):
+        return tree, select_ranking_measure(tree)
     return tree, ""
 
 
 def _with_catalog(
-    body: Callable[[str, str, Catalog], shape.Shaped | Mended],
+    body: Callable[[str, str, Catalog], Shaped | Mended],
 ) -> Callable[[str, Context], tuple[str, list[str]]]:
     def apply(query: str, context: Context) -> tuple[str, list[str]]:
         assert context.catalog is not None  # the driver runs a rule that reads it only with it
@@ -39,23 +56,23 @@ def _with_catalog(
     return apply
 
 
-def _per_asked(query: str, question: str, catalog: Catalog) -> shape.Shaped:
-    if not shape.asked_per(question):
-        return shape.Shaped(query, [])
-    return shape.group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
+def _per_asked(query: str, question: str, catalog: Catalog) -> Shaped:
+    if not asked_per(question):
+        return Shaped(query, [])
+    return group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
 
 
 def _ratio(query: str, context: Context) -> tuple[str, list[str]]:
-    done = shape.compute_the_ratio_asked(query, context.question)
+    done = compute_the_ratio_asked(query, context.question)
     return done.query, done.changes
 
 
 def _mistyped(scope: Scope, _: Context) -> list[str]:
-    return mend.reroute_mistyped_joins(scope.select, scope.sources)
+    return reroute_mistyped_joins(scope.select, scope.sources)
 
 
 def _crossed(scope: Scope, _: Context) -> list[str]:
-    return mend.reroute_crossed_keys(scope.select, scope.sources, scope.catalog, scope.defined, scope.tree)
+    return reroute_crossed_keys(scope.select, scope.sources, scope.catalog, scope.defined, scope.tree)
 
 
 R: Tier = "repair"
@@ -66,33 +83,33 @@ V: Reads = "values"
 
 RULES = (
     Rule("group_union_per_value", "before_run", W, (), "tree",
-         lambda tree, _: shape.group_a_union_per_value(tree),
+         lambda tree, _: group_union_per_value(tree),
          "a UNION of one aggregate per value of a column gives numbers nobody can tell apart: grouped by it",
          case="advising-08"),
-    Rule("drop_unasked_limit", "before_run", W, (Q,), "tree", _worded(shape.drop_unasked_limit),
+    Rule("drop_unasked_limit", "before_run", W, (Q,), "tree", _worded(drop_unasked_limit),
          "a LIMIT the question names no number or superlative for hides rows (the prompt's rules 7 and 8)"),
-    Rule("divide_as_fractions", "before_run", R, (), "tree", _tree(shape.divide_as_fractions),
+    Rule("divide_as_fractions", "before_run", R, (), "tree", _tree(divide_as_fractions),
          "a division of two integer columns is 0 in both stores: the dividend is cast to a fraction"),
-    Rule("whole_numbers_asked", "before_run", W, (Q,), "tree", _worded(shape.whole_numbers_asked),
+    Rule("whole_numbers_asked", "before_run", W, (Q,), "tree", _worded(whole_numbers_asked),
          "a question asking for an integer gets computed values cast to one", case="atis-05"),
-    Rule("select_group_keys", "before_run", R, (), "tree", _tree(shape.select_group_keys),
+    Rule("select_group_keys", "before_run", R, (), "tree", _tree(select_group_keys),
          "aggregates selected without their GROUP BY columns cannot be told apart: the keys are selected"),
-    Rule("rows_not_extremes", "before_run", R, (), "tree", _tree(shape.rows_not_extremes),
+    Rule("rows_not_extremes", "before_run", R, (), "tree", _tree(rows_not_extremes),
          "MIN/MAX of a column beside plain columns, ordered by that column, without GROUP BY: the column"),
     Rule("rows_once_through_filtering_joins", "before_run", W, (), "tree",
-         _tree(shape.rows_once_through_filtering_joins),
+         _tree(rows_once_through_filtering_joins),
          "columns of one table through joins that only filter repeat its rows: SELECT DISTINCT",
          case="academic-09"),
-    Rule("skip_key_passing_joins", "before_run", W, (), "tree", _tree(shape.skip_key_passing_joins),
+    Rule("skip_key_passing_joins", "before_run", W, (), "tree", _tree(skip_key_passing_joins),
          "under an aggregate, a join that only passes a key along repeats the rows aggregated: dropped",
          case="advising-07"),
     Rule("period_for_first_day", "before_run", W, (Q,), "tree", _worded(period_for_first_day),
          "an equality with the first day of the month or year the question names becomes that period"),
-    Rule("drop_placeholder_filters", "before_run", W, (Q,), "tree", _worded(shape.drop_placeholder_filters),
+    Rule("drop_placeholder_filters", "before_run", W, (Q,), "tree", _worded(drop_placeholder_filters),
          "a filter to a placeholder ('NONE', 'N/A') the question never asks for goes", case="atis-08"),
     Rule("select_ranking_measure", "before_run", W, (Q,), "tree", _ranking_measure,
          "a ranking's hidden measure is selected, unless the question says what to show"),
-    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.filter_the_end_asked),
+    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(filter_the_end_asked),
          "a value filtered at one end of a move (from/to) is read at the end the question puts it",
          case="atis-11"),
     Rule("reroute_mistyped_joins", "before_run", R, (C,), "select", _mistyped,
@@ -102,10 +119,10 @@ RULES = (
          case="academic (keys of an initial + id)"),
     Rule("group_per_asked", "before_run", W, (Q, C), "text", _with_catalog(_per_asked),
          "an aggregate asked 'per X' without its groups is grouped by the column X names"),
-    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(shape.label_rows),
+    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(label_rows),
          "values listed of rows the question names, without a name: the rows' name column is selected",
          case="advising-29"),
-    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(shape.count_the_things_asked),
+    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(count_the_things_asked),
          "a COUNT of another table's key, where the question asks how many of its things: COUNT(DISTINCT)",
          case="academic-14"),
     Rule("compute_the_ratio_asked", "before_run", W, (Q,), "text", _ratio,

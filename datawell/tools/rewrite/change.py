@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
+from datawell.tools.rewrite.sql import Source
 
 Phase = Literal["before_run", "on_refusal", "on_empty"]
 # repair: a schema- or data-driven fix (of a refused, failing or empty query, or of a join or
@@ -35,6 +36,23 @@ class Change:
 
     def as_dict(self) -> dict[str, str]:
         return {"rule": self.rule, "before": self.before, "after": self.after, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """What a `text` rule made of a query: the query to run and what was changed, in words
+    (empty when nothing was)."""
+
+    query: str
+    changes: list[str]
+
+
+@dataclass(frozen=True)
+class Mended:
+    """What the on-refusal rules (or `filter_where_stored`) made of a query, as `Shaped`."""
+
+    query: str
+    changes: list[str] = field(default_factory=list)  # what changed, in words
 
 
 @dataclass
@@ -77,7 +95,7 @@ class Scope:
     conditions before any slip rule moved a column (`read_for`, set by the driver)."""
 
     select: exp.Select
-    sources: dict[str, Any]  # alias -> mend.Source
+    sources: dict[str, Source]
     catalog: Catalog
     defined: set[str]
     tree: exp.Expr

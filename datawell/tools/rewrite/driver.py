@@ -1,11 +1,11 @@
 """Runs an ordered tuple of rules on a query and records what each changed (issue 47).
 
 Consecutive rules of one kind share one parse and one write of the query: the `tree` rules
-(tools/shape.py's) one tree, the `select` rules (tools/mend.py's) one pass over the query's
-SELECTs, as `fit_shape`, `mend` and `reroute_joins` did before they were named, so a rule
-sees what the rules before it made of the query and the query is written as it was. A `text`
-rule parses and writes the query itself; the `values` rules look literals up in the data.
-A query that does not parse comes back as it was (the checker says why)."""
+one tree, the `select` rules one pass over the query's SELECTs (each with the datasets it
+reads, `sql.sources_of`), as `fit_shape`, `mend` and `reroute_joins` did before they were
+named, so a rule sees what the rules before it made of the query and the query is written as
+it was. A `text` rule parses and writes the query itself; the `values` rules look literals up
+in the data. A query that does not parse comes back as it was (the checker says why)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.mend import aliases, qualifiers_read, sources_of
 from datawell.tools.rewrite.change import Change, Context, Rule, Scope, SelectApply, TextApply, TreeApply
+from datawell.tools.rewrite.sql import aliases, qualifiers_read, sources_of
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,9 @@ on-refusal rules), `reroute_joins` (the two that reroute joins). Their changes a
 from __future__ import annotations
 
 from datawell.tools.catalog import Catalog
-from datawell.tools.mend import Mended
-from datawell.tools.rewrite.change import Context
+from datawell.tools.rewrite.change import Context, Mended, Shaped
 from datawell.tools.rewrite.driver import apply_now
 from datawell.tools.rewrite.registry import BEFORE_RUN, ON_REFUSAL
-from datawell.tools.shape import Shaped
 
 REROUTE = ("reroute_mistyped_joins", "reroute_crossed_keys")
 
