@@ -4,8 +4,10 @@ read only for a rule that reads it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,6 +172,21 @@ def test_a_rule_switched_off_leaves_its_change_undone_and_the_others_run() -> No
 
     assert [c.rule for c in done.changes] == ["divide_as_fractions", "select_group_keys"]
     assert done.query.endswith("GROUP BY a.title LIMIT 5")
+
+
+def test_a_rule_that_raises_is_left_out_and_the_others_still_apply(caplog: pytest.LogCaptureFixture) -> None:
+    def slips(tree: Any, context: Context) -> Any:
+        tree.set("limit", None)  # half done: the tree is changed, then the rule fails
+        raise KeyError("a")
+
+    broken = dataclasses.replace(BEFORE_RUN[0], name="slips", apply=slips)
+    query = "SELECT AVG(a.credits / a.course_id) FROM course AS a GROUP BY a.title LIMIT 5"
+    rules = [broken, *active([r for r in BEFORE_RUN if r.kind == "tree"], disabled_rules("drop_unasked_limit"))]
+    done = apply_now(rules, query, Context("The ratio for each title"))
+
+    assert [c.rule for c in done.changes] == ["divide_as_fractions", "select_group_keys"]
+    assert done.query.endswith("GROUP BY a.title LIMIT 5")  # nothing of the failed rule's half
+    assert "query rule slips failed and was left out" in caplog.text
 
 
 def test_all_switches_every_rule_off_and_an_unknown_name_is_refused_with_the_known_ones() -> None:

@@ -5,10 +5,13 @@ one tree, the `select` rules one pass over the query's SELECTs (each with the da
 reads, `sql.sources_of`), as `fit_shape`, `mend` and `reroute_joins` did before they were
 named, so a rule sees what the rules before it made of the query and the query is written as
 it was. A `text` rule parses and writes the query itself; the `values` rules look literals up
-in the data. A query that does not parse comes back as it was (the checker says why)."""
+in the data. A query that does not parse comes back as it was (the checker says why). A rule
+that raises is logged and left out: its segment runs again without it, from the query as it
+came, so one rule's slip never fails the question nor leaves a half-rewritten tree."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -21,6 +24,8 @@ from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.rewrite.change import Change, Context, Rule, Scope, SelectApply, TextApply, TreeApply
 from datawell.tools.rewrite.sql import aliases, qualifiers_read, sources_of
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,10 @@ def _on_tree(run: list[Rule], query: str, context: Context) -> Rewritten:
     changes: list[Change] = []
     before = tree.sql(dialect=dialect)
     for rule in run:
-        tree, reason = cast(TreeApply, rule.apply)(tree, context)
+        try:
+            tree, reason = cast(TreeApply, rule.apply)(tree, context)
+        except Exception:
+            return _on_tree(_without(rule, run, query), query, context)
         if reason:
             after = tree.sql(dialect=dialect)
             changes.append(Change(rule.name, before, after, reason))
@@ -112,7 +120,11 @@ def _on_selects(run: list[Rule], query: str, context: Context, catalog: Catalog)
     for select in list(tree.find_all(exp.Select)):
         scope = Scope(select, sources_of(select, catalog), catalog, defined, tree, qualifiers_read(tree))
         for rule in run:
-            if reasons := cast(SelectApply, rule.apply)(scope, context):
+            try:
+                reasons = cast(SelectApply, rule.apply)(scope, context)
+            except Exception:
+                return _on_selects(_without(rule, run, query), query, context, catalog)
+            if reasons:
                 after = tree.sql(dialect=QL_DIALECT)
                 changes.append(Change(rule.name, before, after, "; ".join(reasons)))
                 said += reasons
@@ -124,9 +136,19 @@ def _on_text(run: list[Rule], query: str, context: Context) -> Rewritten:
     changes: list[Change] = []
     said: list[str] = []
     for rule in run:
-        after, reasons = cast(TextApply, rule.apply)(query, context)
+        try:
+            after, reasons = cast(TextApply, rule.apply)(query, context)
+        except Exception:
+            _without(rule, run, query)
+            continue
         if reasons:
             changes.append(Change(rule.name, query, after, "; ".join(reasons)))
             said += reasons
             query = after
     return Rewritten(query, changes, said)
+
+
+def _without(rule: Rule, run: list[Rule], query: str) -> list[Rule]:
+    """`run` without `rule`, which raised on `query` (logged with the query: a defect to fix)."""
+    log.warning("query rule %s failed and was left out, on: %s", rule.name, query, exc_info=True)
+    return [r for r in run if r is not rule]
