@@ -1,7 +1,7 @@
 """The gate of the query rewrite rules (issue 47): per rule, how often it fires, how often it
 makes a wrong query right (helps) and a right one wrong (hurts), offline, with no model.
 
-    python -m datawell.evals.gate [--runs docs/evals] [--suite dev ...] [--write docs/evals/rules.md]
+    python -m datawell.evals.gate [--runs docs/evals] [--history 20] [--suite dev ...] [--write docs/evals/rules.md]
     python -m datawell.evals.gate --defaults     # only: is a gold query changed into a wrong one?
 
 Two sets of written queries are replayed through today's pipeline (`replay.Replayer`: each
@@ -9,17 +9,19 @@ as the reply of the scripted oracle, on the suite's fixtures, scored on its gold
 - every gold query (and alternative) of every bundled suite that has them: the nl2ql suites,
   and the assistant suite's plan steps, each step's instruction asked as an nl2ql question
   whose rows must be the step query's (extra columns allowed, as the assistant reads them);
-- the queries the saved runs under `--runs` (each `*/predictions.jsonl` of an nl2ql suite)
-  ended with.
-Each runs with every rule on (even one off by default), with every rule off, and, for each
-rule that fired on it, with every rule on but that one: a rule helps a query that passes with
-it and fails without it, and hurts one that fails with it and passes without it. A rule that
-did not fire on a query leaves the run as it was (the pipeline has no other randomness), so
-only the rules that fired are switched off in turn.
+- the queries the saved nl2ql runs under `--runs` (every folder with a run.json, at any
+  depth; `--history N`: also their last N committed versions) ended with, as written
+  (`replay.written`).
+Each runs with every rule on (even one off by default), with every rule off, with the default
+rules, and, for each rule that fired on it, with every rule on but that one: a rule helps a
+query that passes with it and fails without it, and hurts one that fails with it and passes
+without it. A rule that did not fire on a query leaves the run as it was (the pipeline has no
+other randomness), so only the rules that fired are switched off in turn, and the defaults
+are replayed only where a rule off by default fired.
 
-`--defaults` replays the gold queries only, with the default rules and with none: a gold query
-that passes with none and fails with the defaults exits 1, naming the case and the rule whose
-removal makes it pass (tests/evals/test_gate.py runs this in CI)."""
+A gold query that passes with no rule and fails with the default rules exits 1, named with
+its case and the rule whose removal makes it pass. `--defaults` replays the gold queries only,
+with the default rules and with none (tests/evals/test_gate.py does this in CI)."""
 
 from __future__ import annotations
 
@@ -75,12 +77,13 @@ class Measured:
 
     @property
     def broken(self) -> bool:
-        """Right as written (no rule), wrong as the rules left it."""
-        return self.none.passed and not self.on.passed
+        """Right as written (no rule), wrong as the default rules left it."""
+        return self.none.passed and not self.defaults.passed
 
     def culprits(self) -> list[str]:
-        """The fired rules whose removal alone makes the query pass (else every one that fired)."""
-        return [r for r in self.on.fired if self.hurt(r)] or list(self.on.fired)
+        """The default rules that fired whose removal alone makes the query pass (else every
+        one that fired)."""
+        return [r for r in self.defaults.fired if self.hurt(r)] or list(self.defaults.fired)
 
 
 def gate_suites(names: Iterable[str] = ()) -> list[Suite]:
@@ -231,7 +234,8 @@ def default_losses(measured: list[Measured]) -> list[str]:
     """The queries that pass with every rule on and fail with the defaults, and the demoted
     rules that had fired on them."""
     return [
-        f"{m.item.source} {m.item.suite} {m.item.case.id}: {', '.join(r for r in m.on.fired if r in OFF_BY_DEFAULT)}"
+        f"{m.item.suite} {m.item.case.id} (from {m.item.source}): "
+        + ", ".join(r for r in m.on.fired if r in OFF_BY_DEFAULT)
         for m in measured
         if m.on.passed and not m.defaults.passed
     ]
@@ -242,10 +246,10 @@ def _kind(m: Measured) -> str:
 
 
 def broken_lines(measured: list[Measured]) -> list[str]:
-    """A line for each gold query right as written and wrong as the rules left it."""
+    """A line for each gold query right as written and wrong as the default rules left it."""
     return [
         f"{m.item.suite} {m.item.case.id}: {', '.join(m.culprits())} changed the gold query into a wrong one: "
-        f"{m.item.query!r} -> {m.on.ran!r}"
+        f"{m.item.query!r} -> {m.defaults.ran!r}"
         for m in measured
         if m.item.source == GOLD and m.broken
     ]

@@ -13,7 +13,6 @@ from datawell.evals.gate import (
     broken_lines,
     gate_suites,
     gold_items,
-    item,
     measure,
     run_items,
     table,
@@ -92,7 +91,7 @@ async def test_a_rule_that_changes_a_right_query_is_counted_as_hurting_and_named
         "\"SELECT name, price FROM products WHERE category = 'garden' ORDER BY price LIMIT 1\"",
         "retail-gate garden-by-price: drop_unasked_limit changed the gold query into a wrong one: "
         "\"SELECT name FROM products WHERE category = 'garden' ORDER BY price LIMIT 1\" -> "
-        "\"SELECT name FROM products WHERE category = 'garden' ORDER BY price\""
+        "\"SELECT name FROM products WHERE category = 'garden' ORDER BY price\"",
     ]
     # Off, the rules neither fire nor hurt: the gold passes as written.
     rules = frozenset({"drop_unasked_limit", "select_ranking_measure"})
