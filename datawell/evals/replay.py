@@ -4,12 +4,14 @@ no model, the fixtures loaded into a fresh store, each case scored against its s
     python -m datawell.evals.replay docs/evals/dev docs/evals/nl2ql docs/evals/erp \\
         [--history 12] [--save results.json] [--against earlier.json]
 
-Each distinct final query a case of a run folder ended with (with `--history N`, also in the
-last N committed versions of the folder's predictions.jsonl) is the query model's reply, given
-by the scripted oracle, so every rule that fits, mends or matches a written query before it
-runs (graphs/nl2ql/mending.py) applies to it as it would to the model's. A rule's reach and
-its harm are measured this way before any model runs: `--against` the results of a replay of
-the code before the change lists the queries whose outcome changed.
+Each distinct query a case of a run folder ended with (with `--history N`, also in the last N
+committed versions of the folder's predictions.jsonl), as its writer wrote it where the run
+recorded that (`written`), is the query model's reply, given by a scripted oracle that knows
+only it, so every rule that fits, mends or matches a written query before it runs
+(graphs/nl2ql/mending.py) applies to it as it would to the model's; the rules that fired are
+read from the run's record. A rule's reach and its harm are measured this way before any model
+runs: `--against` the results of a replay of the code before the change lists the queries
+whose outcome changed. The gate of the rules (`evals/gate.py`) replays under chosen rules.
 
 What it cannot show: a repair the model would write after a rule changed a query's result, and
 the first drafts of cases that ended with no query."""
