@@ -1,4 +1,4 @@
-"""The embedded vector index against exact search (NumPy) in the same run: build rate, recall@10,
+"""The embedded vector index (and pgvector) against exact search (NumPy) in the same run: build rate, recall@10,
 query time with the dataset filter, the memory a reopened index adds and the time it takes.
 
     python bench/vectors.py --rows 1000000
@@ -8,8 +8,12 @@ embeddings (clusters, a low-dimensional spread around them, a direction they all
 the store is written as ingestion writes it (batches of 512 through `upsert`, then `flush`).
 Beside the big dataset, a second one of 1% of its size is searched too: each dataset's
 search opens only its own index. The reopened index is measured in a child process, so the
-vectors this process made are not counted in its memory. pgvector is not measured: Debian
-12's archive has no postgresql-15-pgvector (docs/decisions.md, issue 48)."""
+vectors this process made are not counted in its memory.
+
+With `--pgvector URL` (a PostgreSQL with pgvector, `postgresql+asyncpg://…/db`, or `pgserver`:
+a throwaway cluster of the pgserver wheel, tests/pgvector_server.py) the same vectors and
+questions go through `PgVectorStore` too, in a new database dropped after: build rate,
+recall@10, query time and the tables' size on disk (rows `pgvector_…`)."""
 
 from __future__ import annotations
 
@@ -22,10 +26,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import sqlalchemy as sa
 
+from datawell.storage.db import create_engine
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import ROWS, Point
 
@@ -55,6 +64,12 @@ def uptime() -> str:
 
 async def build(folder: Path, datasets: dict[str, np.ndarray]) -> dict[str, float]:
     store = EmbeddedVectorStore(DIMENSION, folder)
+    figures = await write(store, datasets)
+    await store.close()
+    return figures
+
+
+async def write(store: EmbeddedVectorStore | PgVectorStore, datasets: dict[str, np.ndarray]) -> dict[str, float]:
     figures = {}
     for name, matrix in datasets.items():
         ids = [str(uuid.UUID(int=i + 1)) for i in range(len(matrix))]
@@ -65,7 +80,6 @@ async def build(folder: Path, datasets: dict[str, np.ndarray]) -> dict[str, floa
             await store.upsert(ROWS, name, points)
         await store.flush()
         figures[f"{name}_rows_per_s"] = len(matrix) / (time.perf_counter() - started)
-    await store.close()
     return figures
 
 
@@ -74,6 +88,13 @@ async def query(folder: Path, work: Path) -> dict[str, float]:
     before = rss_mb()
     started = time.perf_counter()
     store = EmbeddedVectorStore(DIMENSION, folder)
+    figures = await search(store, work, started)
+    figures["rss_growth_mb"] = rss_mb() - before
+    await store.close()
+    return figures
+
+
+async def search(store: EmbeddedVectorStore | PgVectorStore, work: Path, started: float) -> dict[str, float]:
     figures: dict[str, float] = {}
     for name in json.loads((work / "names.json").read_text()):
         questions, truth = np.load(work / f"{name}-q.npy"), np.load(work / f"{name}-truth.npy")
@@ -89,15 +110,49 @@ async def query(folder: Path, work: Path) -> dict[str, float]:
         figures[f"{name}_recall"] = found / len(questions)
         figures[f"{name}_p50_ms"] = 1000 * times[len(times) // 2]
         figures[f"{name}_p95_ms"] = 1000 * times[int(len(times) * 0.95)]
-    figures["rss_growth_mb"] = rss_mb() - before
-    await store.close()
     return figures
+
+
+async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path) -> dict[str, float]:
+    """The same vectors and questions through `PgVectorStore`, in a new database on `server`."""
+    from tests.pgvector_server import fresh_database
+
+    async with fresh_database(server) as url:
+        engine = create_engine(url)
+        why_not = await enable_pgvector(engine)
+        if why_not:
+            raise SystemExit(f"--pgvector {server}: {why_not}")
+        store = PgVectorStore(engine, DIMENSION)
+        figures = await write(store, datasets)
+        figures |= await search(store, work, time.perf_counter())
+        async with engine.connect() as connection:
+            query = (
+                "SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = CAST(:t AS regclass)"
+            )
+            size = await connection.scalar(sa.text(query), {"t": store.table(ROWS).name})
+        figures["disk_mb"] = float(size or 0) / 1e6
+        await engine.dispose()
+    return {f"pgvector_{key}": value for key, value in figures.items()}
+
+
+@contextmanager
+def pgvector_server(setting: str | None) -> Iterator[str | None]:
+    if setting != "pgserver":
+        yield setting
+        return
+    from tests.pgvector_server import pgserver_cluster
+
+    with pgserver_cluster() as url:
+        yield url
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="vectors of the big dataset")
     parser.add_argument("--folder", type=Path, default=None, help="where the index goes (default: a new one in /tmp)")
+    parser.add_argument(
+        "--pgvector", default=None, help="a PostgreSQL with pgvector (an asyncpg URL), or `pgserver`: measured too"
+    )
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -124,6 +179,10 @@ def main() -> None:
         (work / "names.json").write_text(json.dumps(list(datasets)))
         built = asyncio.run(build(folder, datasets))
         print(f"uptime after building: {uptime()}")
+        with pgvector_server(args.pgvector) as server:
+            in_postgres = asyncio.run(pgvector(server, datasets, work)) if server else {}
+        if server:
+            print(f"uptime after pgvector: {uptime()}")
         del datasets
         child = [sys.executable, __file__, "--folder", str(folder), "--child", str(work)]
         searched = json.loads(subprocess.run(child, capture_output=True, text=True, check=True).stdout)
@@ -131,7 +190,7 @@ def main() -> None:
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
         print(f"| figure | {args.rows:,} vectors (+{args.rows // 100:,} in a second dataset) |")
         print("|---|---:|")
-        for key, value in {**built, **exact, **searched, "disk_mb": size}.items():
+        for key, value in {**built, **exact, **searched, "disk_mb": size, **in_postgres}.items():
             print(f"| {key} | {value:,.3f} |")
     finally:
         shutil.rmtree(work, ignore_errors=True)

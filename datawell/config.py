@@ -60,7 +60,14 @@ class Settings(BaseSettings):
     # Vectors
     qdrant_url: str | None = Field(
         None,
-        description="A Qdrant server for the vectors; unset: the embedded on-disk index in DATA_DIR/vectors.",
+        description="A Qdrant server for the vectors; unset: the embedded on-disk index in DATA_DIR/vectors, "
+        "or pgvector (see VECTOR_STORE).",
+    )
+    vector_store: Literal["auto", "embedded", "pgvector", "qdrant"] = Field(
+        "auto",
+        description="Where the vectors are: auto = the Qdrant server of QDRANT_URL if set, else the rows' "
+        "PostgreSQL database when its server has pgvector (DATA_DIR/vectors is moved into it), else the "
+        "embedded index in DATA_DIR/vectors; pgvector refuses to start without the extension.",
     )
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.
@@ -93,6 +100,12 @@ class Settings(BaseSettings):
     embedded_model_context: int = Field(
         4096, ge=512, le=32768, description="Context tokens per parallel sequence of the embedded model."
     )
+    embedded_model_share_prompts: bool = Field(
+        False,
+        description="After each call a one-token request makes the embedded model save the call's prompt to its "
+        "host-RAM cache, so that a namespace's prefix, once read, is copied to any sequence instead of read again; "
+        "the scheduler then runs one namespace's questions at once (docs/decisions.md, issue 52; not yet measured).",
+    )
 
     # The model scheduler (docs/operations.md): every model call of the process waits here.
     model_slots: int = Field(
@@ -104,6 +117,24 @@ class Settings(BaseSettings):
         16, ge=0, description="Questions waiting for a slot at most; past it a question gets 503 with Retry-After."
     )
     model_runs_per_user: int = Field(2, ge=1, description="Runs of one user holding a slot at once.")
+    # The embedded model's rates on this machine, measured (docs/decisions.md, issue 52): the
+    # scheduler weighs waiting for the slot that holds a namespace's prompt prefix against
+    # reading the prefix again, and runs no more sequences at once than the decode rates pay for.
+    model_prefill_tokens_per_second: float = Field(
+        53.0,
+        gt=0,
+        description="Prompt tokens the embedded model reads a second (NOTES-LLM: about 53 on the idle 2-core "
+        "machine); the model's own timings replace it once it has read a prompt.",
+    )
+    model_decode_tokens_per_second: dict[int, float] = Field(
+        default_factory=lambda: {1: 12.0, 2: 15.11, 4: 18.05},
+        description="Output tokens a second of all sequences together, by sequences decoding at once (JSON, e.g. "
+        '{"1": 12.0, "2": 15.11, "4": 18.05}: bench/decode_batch.py --context 1100 on the idle 2-core machine). '
+        "A further sequence runs at once only if it raises this rate.",
+    )
+    model_prefix_tokens: int = Field(
+        1100, ge=1, description="A namespace's prompt prefix in tokens until one of its runs was observed."
+    )
     embeddings_enabled: bool = True
     embeddings_model: Literal["minilm-static", "minilm"] = Field(
         "minilm-static",

@@ -1,5 +1,5 @@
 """A dataset's whole life after creation: its description and schema changed, renamed (or its
-namespace renamed), deleted. Each takes the namespace's write rule and leaves no trace of the
+namespace renamed), cleared, deleted. Each takes the namespace's write rule and leaves no trace of the
 old state in any store: rows, vectors, links, uploaded objects, verified examples, attempts.
 
 Metadata changes commit first, in one transaction (so a deleted dataset's name is free at
@@ -24,6 +24,7 @@ from datawell.storage.datasets import DatasetRef, check_schema, find_dataset, ge
 from datawell.storage.db import Database, has_table
 from datawell.storage.ingestions import cancel_active
 from datawell.storage.objects import ObjectStore
+from datawell.storage.pgvector import PgVectorStore
 from datawell.storage.row_tables import column_type, stage_table, staging_name
 from datawell.storage.rows import RowStore
 from datawell.storage.tables import Dataset, Ingestion, Link, Namespace, Upload, User, VerifiedExample
@@ -56,8 +57,7 @@ async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str,
         await session.execute(delete(Upload).where(Upload.dataset_id == record.id))
         await session.delete(record)
     rows = await stores.rows.count(record)
-    await _drop_tables(stores.rows, record, [a.id for a in attempts])
-    vectors = await stores.vectors.delete(ROWS, record.id) + await stores.vectors.delete(FIELDS, record.id)
+    vectors = await _drop_tables(stores, record, [a.id for a in attempts])
     objects = 0
     for key in dict.fromkeys([a.object_key for a in attempts] + [u.key for u in uploads]):
         if key:
@@ -75,6 +75,21 @@ async def delete_dataset(stores: Stores, user: User, owner: str, namespace: str,
         examples_deleted=examples,
         ingestions_ended=ended,
     )
+
+
+async def clear_dataset(stores: Stores, record: Dataset) -> tuple[int, int]:
+    """Delete the dataset's rows and vectors: how many of each. Vectors in the rows' own
+    database (pgvector) go in the rows' transaction."""
+    rows, vectors = stores.rows, stores.vectors
+    if isinstance(vectors, PgVectorStore) and vectors.engine is rows.engine:
+        async with rows.engine.begin() as connection:
+            cleared = await rows.clear(record, connection)
+            dropped = await vectors.drop(connection, ROWS, record.id) + await vectors.drop(
+                connection, FIELDS, record.id
+            )
+        return cleared, dropped
+    cleared = await rows.clear(record)
+    return cleared, await vectors.delete(ROWS, record.id) + await vectors.delete(FIELDS, record.id)
 
 
 async def rename_dataset(stores: Stores, user: User, owner: str, namespace: str, name: str, new: str) -> DatasetRef:
@@ -184,12 +199,17 @@ async def _change_columns(rows: RowStore, record: Dataset, schema: dict[str, str
             await connection.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN "{field}" {kind}')
 
 
-async def _drop_tables(rows: RowStore, record: Dataset, attempts: list[str]) -> None:
-    """The dataset's row table and any staging table its attempts left."""
+async def _drop_tables(stores: Stores, record: Dataset, attempts: list[str]) -> int:
+    """The dataset's row table, any staging table its attempts left, and its vectors: how many
+    vectors. Vectors in the rows' own database (pgvector) go in the same transaction."""
+    rows, vectors = stores.rows, stores.vectors
     tables = [rows.table(record)] + [stage_table(staging_name(a), {}) for a in attempts]
     async with rows.engine.begin() as connection:
         for table in tables:
             await connection.run_sync(table.drop, checkfirst=True)
+        if isinstance(vectors, PgVectorStore) and vectors.engine is rows.engine:
+            return await vectors.drop(connection, ROWS, record.id) + await vectors.drop(connection, FIELDS, record.id)
+    return await vectors.delete(ROWS, record.id) + await vectors.delete(FIELDS, record.id)
 
 
 async def _replace_prefix(

@@ -12,7 +12,12 @@ Who gets a freed slot: questions before background work (ingestion); among the w
 tickets of one priority, callers take turns (round robin: the caller served longest ago goes
 first, each caller's tickets in arrival order), and a caller already running
 `per_caller` tickets is passed over. So no caller waits behind more than one run of
-another caller that came after it. `view()` is the read-only picture metrics export."""
+another caller that came after it. `view()` is the read-only picture metrics export.
+
+Which slot a granted ticket takes, and whether a ticket whose turn it is takes a free slot
+now or waits for the one holding its prompt prefix, is the `SlotBook`'s decision
+(`datawell.slots`: by cost, from the machine's measured rates); the ticket keeps it as its
+`placement` for the run's trace and the metrics."""
 
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from itertools import count
 from typing import Protocol
 
 from datawell.errors import Busy
+from datawell.slots import Placement, SlotBook, Waiting
 
 DEFAULT_RUN_SECONDS = 10.0  # the run time Retry-After assumes before any run has finished
 MAX_RETRY_AFTER_SECONDS = 600
@@ -75,10 +81,15 @@ class SchedulerView:
 class Ticket:
     """One run's (or one background call's) place: waiting, then holding a slot, then released."""
 
-    def __init__(self, scheduler: ModelScheduler, caller: str, priority: Priority, number: int) -> None:
+    def __init__(
+        self, scheduler: ModelScheduler, caller: str, priority: Priority, number: int, prefix: str | None = None
+    ) -> None:
         self.scheduler = scheduler
         self.caller = caller
         self.priority = priority
+        self.prefix = prefix  # the run's prompt prefix (graphs.prefix.prefix_key), if it has one
+        self.placement: Placement | None = None  # its slot and why, once granted
+        self.waiting: Waiting | None = None  # while it waits for the slot holding its prefix
         self.number = number  # arrival order
         self.entered_at = scheduler.clock()
         self.granted_at: float | None = None
@@ -137,16 +148,25 @@ class QueueListener(Protocol):
 
     def waited(self, seconds: float) -> None: ...
 
+    def placed(self, placement: Placement) -> None: ...
+
 
 class ModelScheduler:
     def __init__(
-        self, limits: Limits, clock: Callable[[], float] = time.monotonic, listener: QueueListener | None = None
+        self,
+        limits: Limits,
+        clock: Callable[[], float] = time.monotonic,
+        listener: QueueListener | None = None,
+        book: SlotBook | None = None,
     ) -> None:
         if limits.slots < 1 or limits.per_caller < 1 or limits.queue < 0:
             raise ValueError(f"invalid scheduler limits {limits}")
         self.limits = limits
         self.clock = clock
         self.listener = listener
+        self.book = book or SlotBook(limits.slots)
+        if self.book.slots != limits.slots:
+            raise ValueError(f"the slot book has {self.book.slots} slots, the limits {limits.slots}")
         self._numbers = count()
         self._served = count(1)
         self._waiting: list[Ticket] = []
@@ -158,11 +178,11 @@ class ModelScheduler:
         self._refused = 0
         self._granted = 0
 
-    def enter(self, caller: str, priority: Priority = Priority.QUESTION) -> Ticket:
-        """A ticket, granted at once when a slot is free for this caller, else waiting. A
-        question that would wait past the queue's bound is refused with `Busy` (no await:
-        the refusal takes microseconds)."""
-        ticket = Ticket(self, caller, priority, next(self._numbers))
+    def enter(self, caller: str, priority: Priority = Priority.QUESTION, prefix: str | None = None) -> Ticket:
+        """A ticket, granted at once when a slot is free for this caller (and the slot book
+        finds no cheaper slot to wait for), else waiting. A question that would wait past the
+        queue's bound is refused with `Busy` (no await: the refusal takes microseconds)."""
+        ticket = Ticket(self, caller, priority, next(self._numbers), prefix)
         self._waiting.append(ticket)
         self._dispatch()
         if not ticket.granted and priority == Priority.QUESTION and self._waiting_questions() > self.limits.queue:
@@ -180,9 +200,11 @@ class ModelScheduler:
         return ticket
 
     @asynccontextmanager
-    async def slot(self, caller: str, priority: Priority = Priority.QUESTION) -> AsyncIterator[Ticket]:
+    async def slot(
+        self, caller: str, priority: Priority = Priority.QUESTION, prefix: str | None = None
+    ) -> AsyncIterator[Ticket]:
         """Hold a slot for the block (waiting for it first); leaving the block, however, frees it."""
-        ticket = self.enter(caller, priority)
+        ticket = self.enter(caller, priority, prefix)
         try:
             await ticket.wait()
             yield ticket
@@ -200,9 +222,12 @@ class ModelScheduler:
                 self._running[ticket.caller] = left
             else:
                 del self._running[ticket.caller]
-            if ticket.priority == Priority.QUESTION and ticket.granted_at is not None:
-                held = self.clock() - ticket.granted_at
-                self._run_seconds = 0.8 * self._run_seconds + 0.2 * held
+            if ticket.granted_at is not None and ticket.placement is not None:
+                now = self.clock()
+                held = now - ticket.granted_at
+                self.book.released(ticket.placement.slot, now, held, ticket.placement.decision)
+                if ticket.priority == Priority.QUESTION:
+                    self._run_seconds = 0.8 * self._run_seconds + 0.2 * held
         else:
             self._waiting.remove(ticket)
         ticket._notify()
@@ -216,9 +241,9 @@ class ModelScheduler:
 
     def retry_after_seconds(self) -> int:
         """When a refused question might find room: the queue ahead of it drained at the
-        average run time, over every slot."""
+        average run time, over every slot the measured rates let run at once."""
         ahead = self._waiting_questions() + 1
-        estimate = math.ceil(self._run_seconds * ahead / self.limits.slots)
+        estimate = math.ceil(self._run_seconds * ahead / min(self.limits.slots, self.book.parallel))
         return max(1, min(MAX_RETRY_AFTER_SECONDS, estimate))
 
     def view(self) -> SchedulerView:
@@ -255,17 +280,50 @@ class ModelScheduler:
                 ordered.extend(by_caller[c][round_] for c in callers if round_ < len(by_caller[c]))
         return ordered
 
-    def _dispatch(self) -> None:
-        while self._active < self.limits.slots:
-            chosen = next(
-                (t for t in self._order() if self._running.get(t.caller, 0) < self.limits.per_caller),
-                None,
-            )
-            if chosen is None:
-                return
-            self._grant(chosen)
+    def prefix_seen(self, prefix: str, cached_tokens: int) -> None:
+        """A run of `prefix` ended; `cached_tokens`, the fewest prompt tokens any of its model
+        calls found in the model's cache, tells the prefix's length."""
+        self.book.observed(prefix, cached_tokens)
 
-    def _grant(self, ticket: Ticket) -> None:
+    def _dispatch(self) -> None:
+        """Grant slots while there are free ones and the measured rates pay for another run
+        at once: in turn order, each ticket placed by the slot book, which may keep it waiting
+        for the slot that holds its prefix while the next ticket gets its chance. A ticket
+        that waits so is served first, on any free slot, before a caller who already went
+        ahead of it once would go ahead again."""
+        while self._active < min(self.limits.slots, self.book.parallel):
+            order = self._order()
+            now = self.clock()
+            ahead: dict[str, int] = {}
+            patient: list[Ticket] = []  # tickets that chose to wait, in turn order
+            chosen: tuple[Ticket, Placement | Waiting | None] | None = None
+            for index, ticket in enumerate(order):
+                if self._running.get(ticket.caller, 0) >= self.limits.per_caller:
+                    continue
+                wanted = [t.prefix for t in order[index + 1 :] if t.prefix is not None]
+                decided = self.book.place(ticket, now, ahead.get(ticket.prefix or "", 0), wanted)
+                if isinstance(decided, Waiting):
+                    ticket.waiting = decided
+                    patient.append(ticket)
+                    if ticket.prefix is not None:
+                        ahead[ticket.prefix] = ahead.get(ticket.prefix, 0) + 1
+                    continue
+                if decided is None:
+                    return
+                overdue = next((t for t in patient if t.passed_by.get(ticket.caller, 0) >= 1), None)
+                if overdue is not None:
+                    wanted = [t.prefix for t in order if t is not overdue and t.prefix is not None]
+                    chosen = overdue, self.book.place(overdue, now, 0, wanted, patient=False)
+                else:
+                    chosen = ticket, decided
+                break
+            if chosen is None or not isinstance(chosen[1], Placement):
+                return
+            self._grant(chosen[0], chosen[1])
+
+    def _grant(self, ticket: Ticket, placement: Placement) -> None:
+        ticket.placement = self.book.granted(ticket, placement, self.clock())
+        ticket.waiting = None
         self._waiting.remove(ticket)
         for other in self._waiting:
             if other.caller != ticket.caller:
@@ -279,6 +337,7 @@ class ModelScheduler:
         self._waits.append(Wait(ticket.caller, ticket.priority, ticket.waited_seconds, passed))
         if self.listener is not None:
             self.listener.waited(ticket.waited_seconds)
+            self.listener.placed(ticket.placement)
         ticket._notify()
 
     def _notify_waiting(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 from dataclasses import dataclass, field
 
 from datawell.config import Settings
@@ -15,11 +16,13 @@ from datawell.llm.models import ChatModels
 from datawell.observability import metrics
 from datawell.prompts import PromptLibrary
 from datawell.scheduler import Limits, ModelScheduler
+from datawell.slots import Rates, SlotBook
 from datawell.storage.bulk import return_freed_arrow_memory
 from datawell.storage.db import Database
-from datawell.storage.migration import convert_local_mode
+from datawell.storage.migration import convert_local_mode, move_to_pgvector
 from datawell.storage.moves import move_row_tables
 from datawell.storage.objects import LocalObjectStore, ObjectStore
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.rows import RowStore
 from datawell.storage.s3 import S3ObjectStore
@@ -32,8 +35,10 @@ from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import Queries, QueryTools
 from datawell.tools.rewrite.registry import rules_off
 
+log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"  # where the app mounts the REST API
 PART_PATH = "/upload/parts"  # under API_PREFIX: where the local object store's part URLs point
+PREFILL_SAMPLE_TOKENS = 100  # a call that read fewer prompt tokens says little about the rate
 
 
 @dataclass
@@ -121,7 +126,7 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     embedder = overrides.embedder or default_embedder(settings)
     await move_row_tables(settings.resolved_database_url, settings.resolved_rows_database_url)
     rows = RowStore(settings.resolved_rows_database_url)
-    vectors = await open_vector_store(settings, embedder)
+    vectors = await open_vector_store(settings, embedder, rows)
     limits, caps = sandbox.Limits.of(settings), settings.group(Caps, "query_max_")
     query_tools = QueryTools(db, rows, vectors, embedder, row_cap=settings.query_row_cap, limits=limits, caps=caps)
     await query_tools.start()
@@ -144,20 +149,58 @@ async def build_services(settings: Settings, overrides: Overrides | None = None)
     )
 
 
-async def open_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    """A Qdrant server when DATAWELL_QDRANT_URL is set, else the embedded index in the data
-    folder (one process at a time), with an earlier release's local-mode vectors copied in."""
-    if settings.qdrant_url:
+async def open_vector_store(settings: Settings, embedder: Embedder, rows: RowStore) -> VectorStore:
+    """DATAWELL_VECTOR_STORE's choice (`auto`: a Qdrant server when DATAWELL_QDRANT_URL is set,
+    else pgvector in the rows' PostgreSQL when it can, else the embedded index in the data
+    folder, one process at a time), with vectors an earlier release left in the data folder
+    (local mode, the embedded index) copied in."""
+    choice = settings.vector_store
+    if choice == "qdrant" or (choice == "auto" and settings.qdrant_url):
+        if not settings.qdrant_url:
+            raise ValueError("DATAWELL_VECTOR_STORE=qdrant needs DATAWELL_QDRANT_URL")
         return QdrantVectorStore(embedder.dimension, url=settings.qdrant_url, space=embedder.space)
     folder = settings.data_dir / "vectors"
+    if choice == "pgvector" or (choice == "auto" and rows.dialect == "postgresql"):
+        why_not = await enable_pgvector(rows.engine) if rows.dialect == "postgresql" else "the rows are in SQLite"
+        if choice == "pgvector" and why_not:
+            raise ValueError(f"DATAWELL_VECTOR_STORE=pgvector, but the rows database cannot hold vectors: {why_not}")
+        if not why_not:
+            log.info("vectors: pgvector in the rows' PostgreSQL database")
+            await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
+            await move_to_pgvector(folder, rows.engine)
+            return PgVectorStore(rows.engine, embedder.dimension, space=embedder.space)
+        log.info("vectors: the embedded index in %s, not pgvector in the rows' database: %s", folder, why_not)
     await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
     return EmbeddedVectorStore(embedder.dimension, folder, space=embedder.space)
 
 
 def build_scheduler(settings: Settings) -> ModelScheduler:
+    """The scheduler, with the embedded model's cost model when no hosted model is set (a
+    hosted model's slots are its rate limit: any free one will do)."""
+    slots = settings.resolved_model_slots
+    rates = None
+    if settings.model is None and settings.embedded_model_enabled:
+        from datawell.llm import embedded  # litellm: imported here, as by `default_models`, not on import
+
+        def observed_prefill_rate() -> float | None:
+            """The model's prompt tokens read a second over its latest calls that read at least
+            `PREFILL_SAMPLE_TOKENS` (None before any)."""
+            if not embedded.is_registered():
+                return None
+            calls = [
+                c for c in list(embedded.runtime().calls) if c.prompt_tokens - c.cached_tokens >= PREFILL_SAMPLE_TOKENS
+            ]
+            seconds = sum(c.prefill_seconds for c in calls)
+            return sum(c.prompt_tokens - c.cached_tokens for c in calls) / seconds if seconds > 0 else None
+
+        rates = Rates(
+            prefill=settings.model_prefill_tokens_per_second,
+            decode=settings.model_decode_tokens_per_second,
+            prefix_tokens=settings.model_prefix_tokens,
+            observed_prefill=observed_prefill_rate,
+        )
     return ModelScheduler(
-        Limits(
-            slots=settings.resolved_model_slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user
-        ),
+        Limits(slots=slots, queue=settings.model_queue, per_caller=settings.model_runs_per_user),
         listener=metrics.QueueMetrics(settings.model or "embedded"),
+        book=SlotBook(slots, rates, shares=settings.embedded_model_share_prompts),
     )

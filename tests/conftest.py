@@ -24,6 +24,7 @@ from datawell.llm.scripted import ScriptedChatModel
 from datawell.runs import Runs
 from datawell.services import Overrides, Services
 from tests.fake_runs import FakeRuns
+from tests.pgvector_server import fresh_database, pgvector_server
 
 POSTGRES_URL = os.environ.get("DATAWELL_TEST_POSTGRES_URL")
 
@@ -51,25 +52,26 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A test module may add "pgvector" (a PostgreSQL with pgvector: the vectors go beside the
+    rows) with `pytest.mark.parametrize("database_url", [...], indirect=True)`."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'datawell.db'}"
         return
+    if request.param == "pgvector":
+        async with fresh_database(request.getfixturevalue("pgvector_url")) as url:
+            yield url
+        return
     if not POSTGRES_URL:
         pytest.skip("DATAWELL_TEST_POSTGRES_URL is not set")
-    import asyncpg
+    async with fresh_database(POSTGRES_URL) as url:
+        yield url
 
-    from datawell.tools.sandbox.postgres import drop_roles
 
-    admin_dsn = POSTGRES_URL.replace("postgresql+asyncpg://", "postgresql://")
-    name = f"dw_test_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await drop_roles(admin, name)  # query roles are cluster-wide
-        await admin.close()
+@pytest.fixture(scope="session")
+def pgvector_url() -> Iterator[str]:
+    """A PostgreSQL server with pgvector (DATAWELL_TEST_PGVECTOR_URL: `tests/pgvector_server.py`)."""
+    with pgvector_server() as url:
+        yield url
 
 
 @pytest.fixture

@@ -25,12 +25,12 @@ from datawell.client.models import Cleared as ClearResponse
 from datawell.client.models import Retried as RetryResponse
 from datawell.errors import NotFound
 from datawell.ingest.worker import queue_work
+from datawell.lifecycle import Stores, clear_dataset
 from datawell.ontology.links import remove_dataset_links
 from datawell.storage import hints, ingestions
 from datawell.storage.access import Permission, namespace_by_id, require_seen
 from datawell.storage.datasets import DatasetRef
 from datawell.storage.tables import Dataset, Ingestion, User
-from datawell.storage.vectors import FIELDS, ROWS
 
 router = Router("ingestions")
 
@@ -193,9 +193,9 @@ async def clear(request: Request, ctx: Context, user: User, dataset: DatasetRef)
         cancelled = await ingestions.cancel_active(
             session, record.id, f"cancelled: {user.username} cleared the dataset"
         )
-    rows = await services.rows.clear(record)
+    stores = Stores(services.db, services.rows, services.vectors, services.objects)
+    rows, vectors = await clear_dataset(stores, record)
     await hints.refresh(services.db, services.rows, record)
-    vectors = await services.vectors.delete(ROWS, record.id) + await services.vectors.delete(FIELDS, record.id)
     async with services.db.session() as session:
         links = await remove_dataset_links(session, record.id)
     return ClearResponse(

@@ -9,6 +9,8 @@ the query, repair and answer calls after it read only their own few lines."""
 
 from __future__ import annotations
 
+import hashlib
+
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from datawell.prompts import PromptLibrary
@@ -33,3 +35,13 @@ def stage_messages(
     instead of reusing a sequence that holds another namespace's (docs/decisions.md, issue 29)."""
     prefix = prompts.get(PREFIX_PROMPT).text(namespace=namespace, dialect=dialect, catalog=catalog, links=links)
     return [SystemMessage(prefix), HumanMessage(prompts.get(stage_prompt).text(**values))]
+
+
+def prefix_key(prompts: PromptLibrary, namespace_id: str) -> str:
+    """What the model scheduler knows a run's prefix by (`datawell.slots`): its namespace and
+    the prefix prompt's version. The catalog is not read for it (a run is scheduled before it
+    reads anything); a changed catalog makes the next question read its prefix again, which
+    the scheduler then counts as a hit it did not get."""
+    prompt = prompts.get(PREFIX_PROMPT)
+    version = hashlib.sha256(prompt.user.template.encode()).hexdigest()[:12]
+    return f"{namespace_id}:{version}"

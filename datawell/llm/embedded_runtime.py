@@ -17,10 +17,11 @@ from typing import Any
 import litellm
 
 from datawell.errors import ModelError
+from datawell.llm.models import EMBEDDED_PROVIDER
 from datawell.llm.weights import INSTALL_HINT, ensure_model_file
 
 log = logging.getLogger(__name__)
-PROVIDER = "embedded"
+PROVIDER = EMBEDDED_PROVIDER
 MODEL_ID = "qwen2.5-coder-1.5b"
 EMBEDDED_MODEL = f"{PROVIDER}/{MODEL_ID}"
 # Context per parallel sequence: the sequences decode together and share one KV cache of
@@ -38,6 +39,13 @@ PARALLEL_SEQUENCES = 4
 SAME_PREFIX_SHARE = 0.001
 # Without a limit a model that never emits its end token would run to the context size.
 DEFAULT_MAX_TOKENS = 1024
+# About the smallest request there is (a system message of its own keeps the chat template's
+# default one out: some 12 tokens): its start makes llama.cpp save the idle sequences' prompts.
+SAVE_PROMPTS_REQUEST = {
+    "messages": [{"role": "system", "content": "."}, {"role": "user", "content": "."}],
+    "max_tokens": 1,
+    "stream": True,
+}
 
 
 def default_threads() -> int:
@@ -76,13 +84,15 @@ class CallStats:
 class RuntimeOptions:
     """How the model's server runs: CPU threads (0: `default_threads()`), sequences decoded at
     once, prompt tokens per batch (0: llama.cpp's default), the KV cache shared by every
-    sequence (`unified_kv`) or one of `context` tokens per sequence."""
+    sequence (`unified_kv`) or one of `context` tokens per sequence, and whether each call's
+    prompt is saved to the host-RAM cache when it ends (`share_prompts`, see `save_prompts`)."""
 
     threads: int = 0
     parallel: int = PARALLEL_SEQUENCES
     batch: int = 0
     unified_kv: bool = True
     context: int = CONTEXT_TOKENS_PER_SEQUENCE
+    share_prompts: bool = False
 
 
 class ReaderGone(Exception):
@@ -225,6 +235,8 @@ class EmbeddedRuntime:
         body = {**request, "stream": True, "stream_options": {"include_usage": True}}
         body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
         server.handle_chat_completions(body, callback)
+        if self.options.share_prompts and failure is None:
+            self.save_prompts(server)
         if timings:
             stats = CallStats.of(timings, time.monotonic() - started)
             self.calls.append(stats)
@@ -247,6 +259,26 @@ class EmbeddedRuntime:
             raise litellm.Timeout(
                 message="the embedded model did not finish in time", model=EMBEDDED_MODEL, llm_provider=PROVIDER
             )
+
+    @staticmethod
+    def save_prompts(server: Any) -> None:
+        """Have llama.cpp save the prompt of the sequence that just answered to its host-RAM
+        cache: as any task starts, it saves every idle sequence's prompt there
+        (`cache_idle_slots`, on by default), and a task that finds its prompt's start on no
+        idle sequence restores the best cached prompt instead of reading it again. So once a
+        namespace's prefix has been read, every sequence can answer that namespace at the cost
+        of a copy, not a prefill (docs/decisions.md, issue 52). Not in `calls`: it is no call."""
+        failures: list[str] = []
+
+        def callback(chunk: dict[str, Any]) -> bool:
+            failure = _server_error(chunk)
+            if failure is not None:
+                failures.append(failure)
+            return False
+
+        server.handle_chat_completions(dict(SAVE_PROMPTS_REQUEST), callback)
+        if failures:
+            log.warning("the prompt-saving request failed, prompts are not shared: %s", failures[0])
 
     def complete(self, request: dict[str, Any], deadline: float | None = None) -> Reply:
         reply = Reply()

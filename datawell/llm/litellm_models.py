@@ -248,6 +248,7 @@ class LiteLLMChatModels:
                     batch=settings.embedded_model_batch,
                     unified_kv=settings.embedded_model_unified_kv,
                     context=settings.embedded_model_context,
+                    share_prompts=settings.embedded_model_share_prompts,
                 ),
             )
 

@@ -18,6 +18,7 @@ STAGES: tuple[Stage, ...] = ("plan", "query", "answer", "curate", "extract", "ju
 # A chat model tagged `stage:<stage>` (LangChain's run tags) has its calls counted under that
 # stage by the run recorder (`datawell.observability.recorder`).
 STAGE_TAG = "stage:"
+EMBEDDED_PROVIDER = "embedded"  # the in-process model's litellm provider (`llm.embedded`)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,11 @@ class ModelChoice:
         if self.provider and not self.model.startswith(f"{self.provider}/"):
             return f"{self.provider}/{self.model}"
         return self.model
+
+    def is_hosted(self) -> bool:
+        """A model named, and not the embedded one."""
+        name = self.litellm_name()
+        return name is not None and not name.startswith(f"{EMBEDDED_PROVIDER}/")
 
     def __bool__(self) -> bool:
         return bool(self.model)

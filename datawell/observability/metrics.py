@@ -5,7 +5,8 @@ Callers record through the functions below, never through the metric objects, so
 values stay bounded (route templates, graph names, stage names, error codes) in one place.
 
 The model scheduler reports its queue with `queue_changed(model, depth)` whenever a request
-joins or leaves the queue, and `queue_waited(model, seconds)` when a request leaves it to run."""
+joins or leaves the queue, and `queue_waited(model, seconds)` when a request leaves it to run, and `slot_ran(...)` for the
+slot it took and how its prompt prefix was found there."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
+
+from datawell.slots import Placement
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -141,6 +144,19 @@ queue_wait_seconds = Histogram(
     buckets=SLOW_BUCKETS,
     registry=REGISTRY,
 )
+slot_runs = Counter(
+    "datawell_model_slot_runs",
+    "Runs given a model slot, by model, slot and how their prompt prefix was found: hit (the slot held "
+    "it), restored (the model's prompt cache held it), miss (read again) or none (no prefix).",
+    ["model", "slot", "prefix"],
+    registry=REGISTRY,
+)
+prefix_waits = Counter(
+    "datawell_model_prefix_waits",
+    "Runs that waited for the slot holding their prompt prefix rather than read it again on a free one.",
+    ["model"],
+    registry=REGISTRY,
+)
 ingestions = Counter(
     "datawell_ingestions",
     "Ingestion attempts that ended, by status: succeeded, failed or stopped (cancelled, taken over or shut down).",
@@ -206,6 +222,14 @@ def queue_waited(model: str, seconds: float) -> None:
     queue_wait_seconds.labels(model).observe(seconds)
 
 
+def slot_ran(model: str, slot: int, prefix: str, waited_for_prefix: bool) -> None:
+    """The model scheduler: a run of `model` took `slot`, its prompt prefix found as `prefix`
+    (`slots.DECISIONS`), after waiting for that slot if `waited_for_prefix`."""
+    slot_runs.labels(model, str(slot), prefix).inc()
+    if waited_for_prefix:
+        prefix_waits.labels(model).inc()
+
+
 class QueueMetrics:
     """The model scheduler's queue (`scheduler.QueueListener`) as the queue series of `model`."""
 
@@ -217,6 +241,9 @@ class QueueMetrics:
 
     def waited(self, seconds: float) -> None:
         queue_waited(self.model, seconds)
+
+    def placed(self, placement: Placement) -> None:
+        slot_ran(self.model, placement.slot, placement.decision, placement.waited_for_prefix)
 
 
 def ingestion_ended(status: str, rows: int, size: int, seconds: float) -> None:

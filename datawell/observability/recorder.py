@@ -37,6 +37,7 @@ from datawell.client.models import (
 )
 from datawell.observability import metrics, tracing
 from datawell.observability.model_calls import ModelCall, described, reply_message
+from datawell.slots import Placement
 
 # What a record keeps of a prompt message or a reply: enough to read, bounded in size.
 MAX_TEXT_CHARS = 20_000
@@ -102,6 +103,19 @@ class RunRecorder:
 
     def _child_span(self, name: str, parent: Span, attributes: dict[str, Any]) -> Span:
         return tracing.tracer().start_span(name, trace.set_span_in_context(parent), attributes=attributes)
+
+    # the model scheduler (issue 52): where the run went and why, on the run's span
+
+    def scheduled(self, placement: Placement, waited_seconds: float) -> None:
+        said = {
+            "datawell.scheduler.slot": placement.slot,
+            "datawell.scheduler.prefix": placement.decision,
+            "datawell.scheduler.reason": placement.reason,
+            "datawell.scheduler.waited_for_prefix": placement.waited_for_prefix,
+            "datawell.scheduler.wait_seconds": round(waited_seconds, 3),
+        }
+        self._span.set_attributes(said)
+        self._span.add_event("scheduled", said)
 
     # graph nodes
 

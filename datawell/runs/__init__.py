@@ -43,6 +43,7 @@ from datawell.graphs.curator.state import CuratorContext, CuratorState
 from datawell.graphs.events import GraphEvent, RunFinished, RunStarted
 from datawell.graphs.nl2ql.graph import build_graph as build_query_graph
 from datawell.graphs.nl2ql.state import QueryContext, QueryOutcome, QueryState
+from datawell.graphs.prefix import prefix_key
 from datawell.llm.models import Stage, StageChoices
 from datawell.runs.deps import assistant_deps, curator_deps, graph_config, query_deps
 from datawell.runs.requests import AskRequest, CurateRequest, Events, Run
@@ -69,15 +70,15 @@ class Runs:
         self._check_models(request.choices, "query")
         run_id = new_id()
         events = ending_in_failure(self.nl2ql_events(request, caller))
-        return self._scheduled(
-            self._enter(request.user), recorded(self.services, run_id, "nl2ql", request, events), run_id=run_id
-        )
+        ticket = self._enter(request.user, self._prefix(request, "query"))
+        return self._scheduled(ticket, recorded(self.services, run_id, "nl2ql", request, events, ticket), run_id=run_id)
 
     async def start_assistant(self, request: AskRequest) -> Run:
         self._check_question(request.question)
         caller = await self._caller(request)
         self._check_models(request.choices, "plan", "query", "answer")
-        ticket = self._enter(request.user)  # before the conversation: a refused run leaves none
+        # before the conversation: a refused run leaves none
+        ticket = self._enter(request.user, self._prefix(request, "plan"))
         try:
             conversation_id = await self._open_conversation(request)
             async with self.services.db.session() as session:
@@ -92,7 +93,7 @@ class Runs:
             ending_in_failure(self.assistant_events(request, caller, conversation_id)),
         )
         return self._scheduled(
-            ticket, recorded(self.services, record.id, "assistant", request, events), conversation_id, record.id
+            ticket, recorded(self.services, record.id, "assistant", request, events, ticket), conversation_id, record.id
         )
 
     async def start_curator(self, request: CurateRequest) -> Run:
@@ -103,8 +104,9 @@ class Runs:
             focus = await get_dataset(session, request.namespace, request.dataset) if request.dataset else None
         run_id = new_id()
         events = ending_in_failure(self.curator_events(request, datasets, focus))
+        ticket = self._enter(request.user)
         return self._scheduled(
-            self._enter(request.user), recorded(self.services, run_id, "curator", request, events), run_id=run_id
+            ticket, recorded(self.services, run_id, "curator", request, events, ticket), run_id=run_id
         )
 
     async def nl2ql_events(self, request: AskRequest, caller: Caller) -> Events:
@@ -184,8 +186,15 @@ class Runs:
             async for event in events:
                 yield event
 
-    def _enter(self, user: User) -> Ticket:
-        return self.services.scheduler.enter(user.id, Priority.QUESTION)
+    def _prefix(self, request: AskRequest, stage: Stage) -> str | None:
+        """The prompt prefix the scheduler places the run by; none when the request asks a
+        hosted model for the run's first stage (a hosted model's slots keep no prompts)."""
+        if request.choices.for_stage(stage).is_hosted():
+            return None
+        return prefix_key(self.services.prompts, request.namespace.id)
+
+    def _enter(self, user: User, prefix: str | None = None) -> Ticket:
+        return self.services.scheduler.enter(user.id, Priority.QUESTION, prefix)
 
     @staticmethod
     def _scheduled(

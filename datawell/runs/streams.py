@@ -91,9 +91,16 @@ async def ending_agent_run(services: Services, run_id: str, conversation_id: str
 
 
 async def recorded(
-    services: Services, run_id: str, graph: str, request: AskRequest | CurateRequest, events: Events
+    services: Services,
+    run_id: str,
+    graph: str,
+    request: AskRequest | CurateRequest,
+    events: Events,
+    ticket: Ticket | None = None,
 ) -> Events:
-    """`events`, recorded: the run's span, metrics and record (saved when it ends)."""
+    """`events`, recorded: the run's span, metrics and record (saved when it ends), with the
+    scheduler's decision for `ticket` (its slot and why) on the span; the prompt tokens its
+    model calls found cached tell the scheduler how long its prefix is."""
     namespace = request.namespace
     question = (
         request.question if isinstance(request, AskRequest) else f"curate links of {request.dataset or namespace}"
@@ -104,6 +111,8 @@ async def recorded(
         )
     )
     recorder.start()
+    if ticket is not None and ticket.placement is not None:
+        recorder.scheduled(ticket.placement, ticket.waited_seconds)
     result = RunResult()
     outcome = "cancelled"  # until the stream ends: a reader that leaves stops the run
     try:
@@ -114,7 +123,11 @@ async def recorded(
         outcome = result.failure.error_code if result.failure else "ok"
     finally:
         failure = result.failure.message if result.failure else None
-        await save_record(services, recorder.finish(outcome, failure, summary(result)))
+        record = recorder.finish(outcome, failure, summary(result))
+        cached = [call.cached_tokens for call in record.model_calls if call.cached_tokens > 0]
+        if ticket is not None and ticket.prefix is not None and cached:
+            services.scheduler.prefix_seen(ticket.prefix, min(cached))
+        await save_record(services, record)
 
 
 async def save_record(services: Services, record: RunRecord) -> None:

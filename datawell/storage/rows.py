@@ -262,19 +262,16 @@ class RowStore:
         table = self.table(dataset)
         return await self._delete(table, table.c["__ingestion_id"] == ingestion_id)
 
-    async def clear(self, dataset: Dataset) -> int:
-        """Delete every row of the dataset; returns how many."""
+    async def clear(self, dataset: Dataset, connection: AsyncConnection | None = None) -> int:
+        """Delete every row of the dataset; returns how many. In `connection`'s transaction when
+        given (the dataset's vectors beside the rows go in it too: `lifecycle.clear_dataset`)."""
+        if connection is not None:
+            return await _delete(connection, self.table(dataset))
         return await self._delete(self.table(dataset))
 
     async def _delete(self, table: sa.Table, where: sa.ColumnElement[bool] | None = None) -> int:
-        """Delete the rows `where` holds for (all of them without); how many. A dataset that
-        never had rows has no table yet: nothing to delete."""
         async with self.engine.begin() as connection:
-            if not await has_table(connection, table.name):
-                return 0
-            statement = table.delete() if where is None else table.delete().where(where)
-            result = await connection.execute(statement)
-        return int(result.rowcount or 0)
+            return await _delete(connection, table, where)
 
     async def count(self, dataset: Dataset) -> int:
         table = self.table(dataset)
@@ -289,6 +286,15 @@ class RowStore:
         if (child := self.take_writer_process()) is not None:
             await asyncio.to_thread(child.stop)
         await self.engine.dispose()
+
+
+async def _delete(connection: AsyncConnection, table: sa.Table, where: sa.ColumnElement[bool] | None = None) -> int:
+    """Delete the rows `where` holds for (all of them without); how many. A dataset that never
+    had rows has no table yet: nothing to delete."""
+    if not await has_table(connection, table.name):
+        return 0
+    statement = table.delete() if where is None else table.delete().where(where)
+    return int((await connection.execute(statement)).rowcount or 0)
 
 
 class StageWriter:

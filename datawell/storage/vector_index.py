@@ -78,7 +78,7 @@ class EmbeddedVectorStore:
         self.space = space
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._lock_file = _lock(folder)
+        self._lock_file = lock_folder(folder)
         self.db = sqlite3.connect(folder / "points.sqlite", check_same_thread=False, isolation_level=None)
         # WAL with synchronous=NORMAL: a killed process loses nothing committed; only a power
         # cut can lose the last transactions, which the rows' embedding state then redoes.
@@ -323,7 +323,7 @@ class EmbeddedVectorStore:
         opened.unsaved = 0
 
 
-def _lock(folder: Path) -> int:
+def lock_folder(folder: Path) -> int:
     """Hold the folder for this process: indexes in memory are not shared with another."""
     descriptor = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -1,6 +1,7 @@
 """What every vector store offers (`VectorStore`) and the points and hits it takes and gives.
 A deployment gets a Qdrant server when DATAWELL_QDRANT_URL names one (`storage/qdrant.py`),
-else the embedded on-disk index in the data folder (`storage/vector_index.py`).
+else pgvector in the rows' PostgreSQL when it has the extension (`storage/pgvector.py`), else
+the embedded on-disk index in the data folder (`storage/vector_index.py`): DATAWELL_VECTOR_STORE.
 
 Collections named by callers (`ROWS`, `FIELDS`) are stored under names that carry the
 embedder's `space`, so vectors of another model (an earlier setting) are never compared with

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import update
 
 from datawell.services import Services
@@ -13,6 +14,7 @@ from datawell.storage.tables import Ingestion, Link, utcnow
 from datawell.storage.vectors import FIELDS, ROWS, Point
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, dataset_ref, drain, rows_of, upload
+from tests.pgvector_server import WITH_PGVECTOR
 
 ATTEMPTS = "/api/v1/data/alice/sales/orders/ingest/attempts"
 CLEAR = "/api/v1/data/alice/sales/orders/clear"
@@ -168,6 +170,7 @@ async def test_retry_access_and_unknown_ids(client, services: Services, alice: A
     assert (await client.post(retry_path("not-a-uuid"), headers=alice.headers)).status_code == 422
 
 
+@pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
 async def test_clear_removes_rows_vectors_and_links(client, services: Services, alice: Account) -> None:
     await create_dataset(client, alice)
     await create_dataset(client, alice, "customers", {"schemaDefinition": {"name": "Customer name"}})

@@ -6,17 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy import func, select
 
 from datawell.services import Services
 from datawell.storage.access import Permission, find_namespace, set_grant
 from datawell.storage.examples import add_example
+from datawell.storage.pgvector import PgVectorStore
 from datawell.storage.tables import Dataset, Ingestion, Link, Upload, VerifiedExample
 from datawell.storage.users import find_user
 from datawell.storage.vectors import FIELDS, ROWS, Point
 from tests.conftest import Account
 from tests.ingest.support import create_dataset, dataset_ref, drain, upload
+from tests.pgvector_server import WITH_PGVECTOR
+
+# And on PostgreSQL with pgvector: the vectors are then beside the rows, deleted with them.
+pytestmark = pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
 
 DATA = "/api/v1/data/alice/sales"
 CSV = b"order_id,customer,total\n1,Ada,1.5\n2,Bob,2\n3,Cy,3\n"
@@ -118,7 +124,11 @@ async def _tables(services: Services) -> set[str]:
         return set(await connection.run_sync(lambda c: sa.inspect(c).get_table_names()))
 
 
-async def test_delete_leaves_nothing_and_frees_the_name(client, services: Services, alice: Account) -> None:
+async def test_delete_leaves_nothing_and_frees_the_name(
+    client, services: Services, alice: Account, request: pytest.FixtureRequest
+) -> None:
+    # With pgvector in the rows' PostgreSQL the vectors are there (DATAWELL_VECTOR_STORE=auto).
+    assert isinstance(services.vectors, PgVectorStore) == (request.node.callspec.params["database_url"] == "pgvector")
     await _world(client, services, alice)
     orders = await dataset_ref(services, "alice")
     before = await _counts(services, "orders")

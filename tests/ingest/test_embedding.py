@@ -18,6 +18,10 @@ from datawell.storage.vectors import ROWS
 from tests.conftest import Account
 from tests.ingest.support import attempt, create_dataset, dataset_ref, rows_of, upload
 from tests.ingest.test_worker import Killed, expire_leases, orders_csv
+from tests.pgvector_server import WITH_PGVECTOR
+
+# And on PostgreSQL with pgvector, which then holds the vectors beside the rows.
+pytestmark = pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
 
 
 class GatedEmbedder(HashingEmbedder):

@@ -315,3 +315,24 @@ async def test_the_real_embedded_model_answers_a_text_to_sql_question(monkeypatc
     db.executemany("INSERT INTO orders VALUES (?, ?, ?)", [(1, "ada", 10.0), (2, "ada", 5.5), (3, "bob", 99.0)])
     assert db.execute(answer.sql).fetchall() == [(15.5,)]
     assert sum(u["total_tokens"] for u in usage.usage_metadata.values()) > 0
+
+
+def test_a_shared_prompt_is_saved_after_its_call(tmp_path: Path) -> None:
+    """`share_prompts`: after each call a one-token request, whose start makes llama.cpp save
+    the idle sequences' prompts to its host-RAM cache; it is not counted as a call."""
+    for share in (True, False):
+        server = FakeServer(["SELECT 1"])
+        runtime = EmbeddedRuntime(tmp_path / "models", embedded_runtime.RuntimeOptions(share_prompts=share))
+        runtime._server = server
+        assert runtime.complete({"messages": [{"role": "user", "content": "q"}]}).text == "SELECT 1"
+        assert server.requests[0]["max_tokens"] == embedded_runtime.DEFAULT_MAX_TOKENS
+        assert server.requests[1:] == ([embedded_runtime.SAVE_PROMPTS_REQUEST] if share else [])
+        assert len(runtime.calls) == 1
+
+
+def test_a_failed_prompt_saving_request_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runtime = EmbeddedRuntime(tmp_path / "models", embedded_runtime.RuntimeOptions(share_prompts=True))
+    refusing = FakeServer([], error={"error": {"code": 400, "message": "no user message"}})
+    with caplog.at_level("WARNING"):
+        runtime.save_prompts(refusing)
+    assert "prompts are not shared: no user message" in caplog.text

@@ -317,3 +317,11 @@ async def test_a_column_outside_the_catalog_does_not_parse(calls: list[dict[str,
     model = mocked("openai/gpt-4o-mini", json.dumps(reply))
     answer = await ask_structured(model, QueryDraft, [HumanMessage("sizes?")], ["orders.total"])
     assert answer.parsed is None and "orders.shoe_size" in answer.problem
+
+
+def test_a_hosted_choice_is_told_from_the_embedded_model() -> None:
+    """The scheduler keeps a run's prompt prefix only for the embedded model (issue 52)."""
+    assert ModelChoice(model="gpt-4o-mini", provider="openai").is_hosted()
+    assert not ModelChoice(model="qwen2.5-coder-1.5b", provider="embedded").is_hosted()
+    assert not ModelChoice(model=EMBEDDED_MODEL).is_hosted()
+    assert not ModelChoice().is_hosted()

@@ -25,7 +25,10 @@ from datawell.ingest.mapping import ColumnMapping, FieldSource
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.llm.models import FixedChatModels
 from datawell.llm.scripted import ScriptedChatModel
-from datawell.services import Overrides
+from datawell.observability import metrics
+from datawell.scheduler import Limits, ModelScheduler
+from datawell.services import Overrides, Services
+from datawell.slots import Rates, SlotBook
 from tests.conftest import Account, Running, make_account, served
 from tests.ingest.support import create_dataset, drain, upload
 from tests.observability.conftest import ANSWER, QUERY, ask
@@ -334,3 +337,30 @@ async def test_each_rule_that_changed_a_query_is_an_event_on_its_nodes_span(
             },
         )
     ]
+
+
+async def test_the_run_span_says_where_the_scheduler_put_it(
+    client: httpx.AsyncClient, services: Services, alice: Account, sales: str, exporter: InMemorySpanExporter
+) -> None:
+    """With the embedded model's cost model (issue 52), a namespace's second question goes to
+    the slot that holds its prompt prefix; its run's span and /metrics say where and why, and
+    the cached tokens of its model calls tell the scheduler the prefix's length."""
+    rates = Rates(prefill=50.0, decode={1: 12.0, 2: 15.0}, prefix_tokens=1000)
+    book = SlotBook(2, rates)
+    listener = metrics.QueueMetrics("test-trace")
+    services.scheduler = ModelScheduler(Limits(slots=2, queue=4, per_caller=2), listener=listener, book=book)
+    exporter.clear()
+    await ask(client, alice)
+    await ask(client, alice)
+    runs = [attributes(s) for s in exporter.get_finished_spans() if s.name == "run assistant"]
+    said = [(r["datawell.scheduler.slot"], r["datawell.scheduler.prefix"]) for r in runs]
+    assert said == [(0, "miss"), (0, "hit")]
+    assert runs[1]["datawell.scheduler.reason"] == "slot 0 holds the prefix"
+    assert not runs[1]["datawell.scheduler.waited_for_prefix"]
+    [run] = [s for s in exporter.get_finished_spans() if s.name == "run assistant"][1:]
+    assert [e.name for e in run.events] == ["scheduled"]
+    scraped = await scrape(client)
+    hit = ("datawell_model_slot_runs_total", frozenset({"model": "test-trace", "slot": "0", "prefix": "hit"}.items()))
+    assert scraped[hit] == 1
+    [prefix_tokens] = book.prefix_tokens.values()
+    assert prefix_tokens > 0

@@ -1,10 +1,12 @@
-"""Every vector store (the embedded on-disk index, the default, and Qdrant: its local mode
-stands in for the server, same client and filters) searches one dataset inside the search,
+"""Every vector store (the embedded on-disk index, the default; Qdrant: its local mode
+stands in for the server, same client and filters; pgvector, when DATAWELL_TEST_PGVECTOR_URL
+names a server: tests/pgvector_server.py) searches one dataset inside the search,
 counts and deletes what it holds; the embedded index opens a saved index as it is and mends
 one that lags its record."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -13,6 +15,7 @@ import textwrap
 import uuid
 import zlib
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +23,23 @@ import pytest
 
 from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.storage.db import create_engine
 from datawell.storage.migration import convert_local_mode
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector, partition_name
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
+from tests.pgvector_server import fresh_database
 
 DIMENSION = HashingEmbedder().dimension
 
 
-@pytest.fixture(params=["embedded", "qdrant"])
+@pytest.fixture(params=["embedded", "qdrant", pytest.param("pgvector", marks=pytest.mark.postgres)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
+    if request.param == "pgvector":
+        async with pgvector_store(request.getfixturevalue("pgvector_url")) as pgvector:
+            yield pgvector
+        return
     opened: VectorStore = (
         EmbeddedVectorStore(DIMENSION, tmp_path / "vectors")
         if request.param == "embedded"
@@ -37,6 +47,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     )
     yield opened
     await opened.close()
+
+
+@asynccontextmanager
+async def pgvector_store(server: str, dimension: int = DIMENSION) -> AsyncIterator[PgVectorStore]:
+    async with fresh_database(server) as url:
+        engine = create_engine(url)
+        assert await enable_pgvector(engine) is None
+        yield PgVectorStore(engine, dimension)
+        await engine.dispose()
 
 
 async def points(texts: list[str], **payload: str) -> list[Point]:
@@ -68,6 +87,43 @@ async def test_a_datasets_top_k_is_complete_when_another_datasets_points_are_all
     hits = await store.search(ROWS, "mine", query, limit=10)
     assert len(hits) == 10
     assert {h.payload["dataset_id"] for h in hits} == {"mine"}
+
+
+async def test_a_pgvector_search_reads_only_its_own_datasets_partition(pgvector_url: str) -> None:
+    """Another dataset's points are not read: with their partition locked against everything
+    (as a DROP would), this dataset's search still answers."""
+    async with pgvector_store(pgvector_url) as store:
+        await store.upsert(ROWS, "theirs", await points(["apple pie"] * 50))
+        await store.upsert(ROWS, "mine", await points(["row 1 apple", "row 2 apple"]))
+        [query] = await HashingEmbedder().embed(["apple pie"])
+        theirs = partition_name(store.table(ROWS).name, "theirs")
+        async with store.engine.connect() as other:
+            await other.exec_driver_sql("BEGIN")
+            await other.exec_driver_sql(f'LOCK TABLE "{theirs}" IN ACCESS EXCLUSIVE MODE')
+            hits = await asyncio.wait_for(store.search(ROWS, "mine", query, limit=10), timeout=30)
+            await other.exec_driver_sql("ROLLBACK")
+        assert sorted(h.payload["text"] for h in hits) == ["row 1 apple", "row 2 apple"]
+
+
+async def test_recall_at_10_against_exact_search(store: VectorStore) -> None:
+    """A few thousand vectors in clusters (as text embeddings are): the approximate top 10
+    holds at least 95% of the exact one, for a dataset beside another of the same size."""
+    rng = np.random.default_rng(7)
+    centers = rng.standard_normal((40, DIMENSION))
+    made = centers[rng.integers(0, 40, 4000)] + 0.6 * rng.standard_normal((4000, DIMENSION))
+    made /= np.linalg.norm(made, axis=1, keepdims=True)
+    ids = [str(uuid.uuid4()) for _ in made]
+    mine = [Point(i, v.tolist(), {"n": str(n)}) for n, (i, v) in enumerate(zip(ids, made, strict=True))]
+    for start in range(0, 2000, 500):
+        await store.upsert(ROWS, "mine", mine[start : start + 500])
+        await store.upsert(ROWS, "theirs", mine[2000 + start : 2500 + start])
+    await store.flush()
+    found = 0
+    for query in made[rng.integers(0, 2000, 20)] + 0.1 * rng.standard_normal((20, DIMENSION)):
+        exact = set(np.argsort(-(made[:2000] @ query))[:10].tolist())
+        hits = await store.search(ROWS, "mine", query.tolist(), limit=10)
+        found += len(exact & {int(h.payload["n"]) for h in hits})
+    assert found / 200 >= 0.95
 
 
 async def test_a_point_written_again_replaces_the_old_one(store: VectorStore) -> None:

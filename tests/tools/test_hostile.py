@@ -4,14 +4,17 @@ switched off (`CheckerOff`, a test-only subclass), so the second wall must hold 
 Every query must be refused, or return only the caller's data within the limits.
 
 The caller is alice (namespace sales, dataset orders). Bob's dataset `vault`, a token and the
-row tables' own names are what an attacker aims at."""
+row tables' own names are what an attacker aims at; and, with pgvector (a third database),
+the vector tables beside the rows, whose payloads hold the rows' text."""
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 import sqlglot
 from sqlglot import exp
 
@@ -19,11 +22,15 @@ from datawell.errors import Forbidden, QueryError
 from datawell.services import Services
 from datawell.storage.access import NamespaceRef
 from datawell.storage.datasets import get_dataset
-from datawell.storage.tables import Token, User
+from datawell.storage.tables import Dataset, Token, User
+from datawell.storage.vectors import ROWS, Point
 from datawell.tools.checker import TARGETS, CompiledQuery, TableRef
 from datawell.tools.ql import QueryTools
 from datawell.tools.sandbox import Limits
+from tests.pgvector_server import WITH_PGVECTOR
 from tests.tools.conftest import World, load
+
+pytestmark = pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
 
 SECONDS = 1.0
 ROW_BYTES = 64 << 10
@@ -116,6 +123,9 @@ CORPUS = [
     "SELECT * FROM orders WHERE semantic('a'') UNION SELECT * FROM tokens --') > 0",
     "SELECT semantic(tokens, 'x') AS s FROM orders", "SELECT * FROM orders WHERE semantic((SELECT id FROM tokens), 'x') > 0",
     "SELECT semantic('x', (SELECT * FROM users)) AS s FROM orders", "SELECT semantic('x') AS s FROM tokens",
+    # the vectors beside the rows (pgvector): their payloads hold the rows' text
+    "SELECT payload::text AS p FROM vectors_rows_hashing", "SELECT * FROM public.vectors_rows_hashing",
+    "SELECT v.payload ->> 'text' AS t FROM orders o JOIN vectors_rows_hashing v ON v.id = o.__id",
 ]  # fmt: skip
 
 
@@ -153,14 +163,21 @@ def tools(world: World, kind: type[QueryTools]) -> QueryTools:
 
 
 async def physical(services: Services, namespace: NamespaceRef, name: str) -> str:
+    return (await get_dataset_of(services, namespace, name)).table_name
+
+
+async def get_dataset_of(services: Services, namespace: NamespaceRef, name: str) -> Dataset:
     async with services.db.session() as session:
-        return (await get_dataset(session, namespace, name)).record.table_name
+        return (await get_dataset(session, namespace, name)).record
 
 
 async def corpus_failures(world: World, services: Services, kind: type[QueryTools]) -> list[str]:
     await load(
         services, world.crm, world.bob, "vault", {"code": "a secret"}, {"code": "text"}, [{"code": "BOBSECRET-1"}]
     )
+    vault_id = (await get_dataset_of(services, world.crm, "vault")).id
+    [vector] = await services.embedder.embed(["BOBSECRET-1"])
+    await services.vectors.upsert(ROWS, vault_id, [Point(str(uuid.uuid4()), vector, {"text": "BOBSECRET-1"})])
     async with services.db.session() as session:
         session.add(
             Token(user_id=world.bob.id, description="TOKENSECRET", expires_at=datetime.now(UTC) + timedelta(days=1))

@@ -16,6 +16,7 @@ from datawell.storage.datasets import create_dataset, get_dataset
 from datawell.storage.tables import User
 from datawell.tools.ql import QueryTools
 from datawell.tools.sandbox import Limits
+from tests.pgvector_server import WITH_PGVECTOR
 from tests.tools.conftest import World, load
 
 
@@ -196,6 +197,7 @@ async def test_a_namespace_the_caller_cannot_read_is_forbidden(world: World) -> 
         await world.query.run(world.alice, world.crm, "SELECT * FROM customers")
 
 
+@pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
 async def test_semantic_ranks_rows_by_meaning(world: World) -> None:
     result = await world.query.run(
         world.alice, world.sales,
