@@ -47,7 +47,7 @@ SSE_EVENTS = """Server-Sent Events, one JSON object in each `data:` line, in thi
 `run-started` `{conversationId}` (first once the run has a slot; keep the id to continue the conversation),
 `plan` `{text, steps}` (the step instructions),
 per step `step` `{index, instruction, query, reasoning, data, error, modelQuery, changes}` (`data` = the result rows; `error` is set when the step's query failed; `modelQuery` is the query as written and `changes` each rewrite rule of the service that changed it, `{rule, before, after, reason}`),
-`answer-delta` `{text}` (answer tokens, when the model streams; `{text, replace: true}` replaces all streamed so far, when the service corrected numbers the rows do not hold),
+`answer-delta` `{text}` (pieces of the answer, sent once the service checked its numbers against the rows: never text the check has not passed; they add up to the answer),
 `answer` `{text}` (the whole answer),
 `run-finished` `{conversationId}`.
 A run that fails after it started ends with `error` (an ErrorResponse) instead of `run-finished`.
@@ -202,9 +202,7 @@ def render(event: GraphEvent, conversation_id: str) -> ServerSentEvent | None:
             }
             return _sse("step", step)
         case AnswerDelta():
-            return _sse(
-                "answer-delta", {"text": event.text, "replace": True} if event.replace else {"text": event.text}
-            )
+            return _sse("answer-delta", {"text": event.text})
         case AnswerReady():
             return _sse("answer", {"text": event.text})
         case RunFinished():

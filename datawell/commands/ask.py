@@ -74,10 +74,7 @@ def print_run(events: Iterable[tuple[str, dict[str, Any]]]) -> str:
                 typer.echo(f"  {line}")
             if len(rows) > SHOWN_ROWS:
                 typer.echo(f"  … {len(rows)} rows")
-        elif name == "answer-delta" and data.get("replace"):  # the service corrected the answer's numbers
-            typer.echo("\n\nA (checked against the results): " + data.get("text", ""), nl=False)
-            streamed = True
-        elif name == "answer-delta":
+        elif name == "answer-delta":  # the answer, once the service checked it against the rows
             typer.echo(("\nA: " if not streamed else "") + data.get("text", ""), nl=False)
             streamed = True
         elif name == "answer":

@@ -82,11 +82,11 @@ class StepFinished(StepOutcome):
 
 
 class AnswerDelta(BaseModel):
+    """A piece of the answer, sent only once the answer passed its check against the rows
+    (graphs/assistant/agreement.py): the deltas add up to the `answer` event's text."""
+
     type: Literal["answer-delta"] = "answer-delta"
     text: str
-    # The text replaces everything streamed so far: the service corrected an answer whose
-    # numbers disagreed with its rows (graphs/assistant/agreement.py).
-    replace: bool = False
 
 
 class AnswerReady(BaseModel):

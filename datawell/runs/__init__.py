@@ -21,7 +21,7 @@ stream ends or is closed.
 Event order:
 - nl2ql: QueryGenerated, RowsReady; or RunFailed.
 - assistant: RunStarted(conversation_id), PlanReady, then per step StepStarted and
-  StepFinished, then AnswerDelta* (when the model streams), AnswerReady, RunFinished; or
+  StepFinished, then AnswerDelta* (the answer once checked against the rows), AnswerReady, RunFinished; or
   RunFailed at any point after RunStarted.
 - curator: CandidatesFound, LinksCurated; or RunFailed.
 

@@ -1,23 +1,11 @@
-"""`datawell ask` shows the corrected answer when the service replaces a streamed one (issue 27),
-and each rewrite rule that changed a step's query, with the query before and after (issue 47)."""
+"""`datawell ask` shows each rewrite rule that changed a step's query, with the query before and
+after (issue 47). The answer it prints is the checked one: tests/cli/test_ask_checked.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from datawell.commands.ask import print_run
-
-
-def test_a_replacing_delta_prints_the_corrected_answer(capsys: pytest.CaptureFixture[str]) -> None:
-    print_run(
-        [
-            ("answer-delta", {"text": "There was 1 order."}),
-            ("answer-delta", {"text": "There were no orders (0).", "replace": True}),
-            ("answer", {"text": "There were no orders (0)."}),
-        ]
-    )
-    out = capsys.readouterr().out
-    assert out.endswith("A (checked against the results): There were no orders (0).\n")
 
 
 def test_each_rule_that_changed_a_steps_query_is_printed_with_the_query_before_and_after(

@@ -160,6 +160,7 @@ def test_list_shows_bundled_suites() -> None:
         "erp",
         "extract",
         "nl2ql",
+        "validation",
     ]
 
 

@@ -92,7 +92,7 @@ def test_bad_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_unknown_suite_names_the_bundled_ones() -> None:
-    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, dev, erp, extract, nl2ql"):
+    with pytest.raises(SuiteError, match="bundled suites: assistant, curator, dev, erp, extract, nl2ql, validation"):
         load_suite("no-such-suite")
 
 

@@ -63,3 +63,30 @@ def test_a_number_the_query_did_not_aggregate_is_no_measure() -> None:
     assert check("Ann lives in Oslo.", [result(rows, query)]).agrees
     two = [{"name": "Ann", "orders": 3, "spent": 40.5}]
     assert check("Ann.", [result(two, "SELECT name, COUNT(*) AS orders, SUM(x) AS spent FROM t GROUP BY name")]).agrees
+
+
+MOST_UNITS = "SELECT product, SUM(quantity) AS units FROM orders GROUP BY product ORDER BY units DESC LIMIT 1"
+
+
+def test_a_sum_stated_as_a_number_of_times_or_rows_is_a_miscount() -> None:
+    """Issue 50: SUM(quantity) = 25 is 25 units, not 25 orders or 25 times."""
+    rows = [result([{"product": "27-inch monitor", "units": 25}], MOST_UNITS)]
+    verdict = check("The 27-inch monitor, which was ordered 25 times.", rows)
+    assert (verdict.invented, verdict.misses_value, verdict.miscounts) == ([], False, True)
+    assert "25 is SUM(quantity): the total quantity over the rows, not a number of rows or of times." in (
+        verdict.feedback()
+    )
+    assert check("The 27-inch monitor appears in 25 orders.", rows).miscounts
+    assert check("The 27-inch monitor: 25 units sold.", rows).agrees
+    text, notes = settle("The 27-inch monitor, which was ordered 25 times.", verdict)
+    assert text == "The 27-inch monitor, which was ordered 25 times."
+    assert notes == ["25 is the total quantity (a sum), not a count of rows or times."]
+
+
+def test_a_count_stated_as_a_number_of_rows_is_right() -> None:
+    count = "SELECT product, COUNT(*) AS orders FROM orders GROUP BY product ORDER BY orders DESC LIMIT 1"
+    rows = [result([{"product": "27-inch monitor", "orders": 25}], count)]
+    assert check("The 27-inch monitor, ordered 25 times.", rows).agrees
+    one = [result([{"units": 40}], "SELECT SUM(quantity) AS units FROM order_lines")]
+    assert check("40 units were sold.", one).agrees
+    assert check("There were 40 order lines.", one).miscounts

@@ -666,11 +666,8 @@ async def test_an_answer_with_a_number_not_in_the_rows_says_so(
 
 
 def streamed(events: list[GraphEvent]) -> str:
-    """The answer as a client assembles it from the deltas (a `replace` delta starts over)."""
-    text = ""
-    for delta in of_type(events, AnswerDelta):
-        text = delta.text if delta.replace else text + delta.text
-    return text
+    """The answer as a client assembles it from the deltas (sent only once it was checked)."""
+    return "".join(delta.text for delta in of_type(events, AnswerDelta))
 
 
 async def test_a_rewrite_told_of_the_invented_number_is_the_answer(
@@ -703,6 +700,7 @@ async def test_a_one_value_result_is_stated_from_the_value(
     assert answer.startswith("There were no orders (0) placed in March 2024.")
     assert "the answer stated 1; the query returned 0" in answer
     assert streamed(events) == answer
+    assert not [d.text for d in of_type(events, AnswerDelta) if "1 order" in d.text]  # never shown (issue 50)
     rewrite = chat_model.prompts()[-1]
     assert "The query returned exactly one value: 0. The answer must state that value." in rewrite
 
@@ -748,3 +746,21 @@ async def test_a_question_the_catalog_does_not_cover_is_declined_before_the_plan
     assert "they hold: customers (id, name, city); orders" in plan.text
     assert len(chat_model.calls) == 1 and tools.ran() == []  # only the answer, no plan, no query
     assert "no query ran; the planner said: the datasets hold nothing about" in chat_model.prompts()[0]
+
+
+TOTAL_AMOUNT = "SELECT SUM(amount) AS total FROM orders"
+
+
+async def test_a_sum_stated_as_a_count_of_rows_is_rewritten_before_anything_is_shown(
+    services: Services, shop: Shop, tools: FakeQueryTools, chat_model: ScriptedChatModel
+) -> None:
+    """Issue 50: SUM(amount) = 25 is an amount, not 25 orders; told so, and never streamed."""
+    tools.rows[TOTAL_AMOUNT] = [{"total": 25}]
+    miscounted = "There were 25 orders [1]."
+    chat_model.script += [PlanOutput(query=TOTAL_AMOUNT), miscounted, "The orders total 25 EUR [1]."]
+
+    events = await ask(services, AskRequest(shop.user, shop.namespace, "What is the total amount of the orders?"))
+
+    assert answer_of(events) == streamed(events) == "The orders total 25 EUR [1]."
+    assert "25 is SUM(amount): the total amount over the rows" in chat_model.prompts()[-1]
+    assert not [d.text for d in of_type(events, AnswerDelta) if "25 orders" in d.text]

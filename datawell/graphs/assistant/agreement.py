@@ -11,7 +11,13 @@ The answering model may phrase as it likes, but the numbers it states must be th
 3. otherwise the answer keeps the model's words and carries a note naming the numbers (the
    last resort).
 
-The answer node calls `agree_with_rows` once the model's answer is complete."""
+The check also reads what the number counts (issue 50): a value the query computed as
+`SUM(quantity)` is a total of quantity, not a number of the rows it summed, so an answer that
+states it as "25 times" or "25 orders" (the rows' table) is told so and rewritten once, and
+keeps a note when the rewrite still miscounts it.
+
+The answer node calls `agree_with_rows` once the model's answer is complete, and streams the
+answer only after it: the user never reads a number the check has not passed (issue 50)."""
 
 from __future__ import annotations
 
@@ -28,7 +34,6 @@ from sqlglot import exp
 from datawell.graphs import tokens
 from datawell.graphs.assistant.grounding import NUMBER, numbers_in, unsupported_numbers
 from datawell.graphs.assistant.state import StepResult
-from datawell.graphs.events import AnswerDelta, emit
 
 # Words that state a zero count: "no orders", "none", "zero", "nothing".
 ZERO_WORDS = re.compile(r"\b(no|none|zero|nothing|nobody|not any)\b", re.IGNORECASE)
@@ -43,10 +48,12 @@ class Verdict:
     value: Decimal | None  # the run's one value, when it found exactly one
     misses_value: bool
     measure: str = ""  # the value's column, when the row also names its item
+    total: Total | None = None  # what the value sums, when the query computed it with SUM
+    miscounts: bool = False  # the answer states the sum as a number of rows or of times
 
     @property
     def agrees(self) -> bool:
-        return not self.invented and not self.misses_value
+        return not self.invented and not self.misses_value and not self.miscounts
 
     def feedback(self) -> str:
         """The discrepancy named for the one rewrite."""
@@ -65,7 +72,30 @@ class Verdict:
             problems.append(
                 f"The query returned exactly one value: {format_value(self.value)}. The answer must state that value."
             )
+        if self.miscounts and self.total is not None and self.value is not None:
+            problems.append(self.total.feedback(self.value))
         return " ".join(problems) + " Write the answer again, stating only numbers the results hold."
+
+
+@dataclass(frozen=True)
+class Total:
+    """A value the query computed as `SUM(column)`: a total of the column, not a number of
+    the rows summed. `rows` holds the words that would count rows or occurrences instead:
+    the query's table names (singular and plural) and "times"."""
+
+    column: str
+    rows: frozenset[str]
+
+    def feedback(self, value: Decimal) -> str:
+        return (
+            f"{format_value(value)} is SUM({self.column}): the total {self.column.replace('_', ' ')} over the rows, "
+            "not a number of rows or of times. Say what it counts."
+        )
+
+    def note(self, value: Decimal) -> str:
+        return (
+            f"{format_value(value)} is the total {self.column.replace('_', ' ')} (a sum), not a count of rows or times."
+        )
 
 
 def _one_row(results: list[StepResult]) -> tuple[StepResult, dict[str, Any]] | None:
@@ -123,6 +153,43 @@ def one_value(results: list[StepResult]) -> Decimal | None:
     return None
 
 
+def total_of(results: list[StepResult], column: str | None) -> Total | None:
+    """What the one row's value sums, when its select expression is `SUM(column)`: the
+    column summed and the words that would count the rows instead."""
+    found = _one_row(results)
+    if found is None:
+        return None
+    step, visible = found
+    column = column or next(iter(visible), None)
+    try:
+        tree = sqlglot.parse_one(step["query"], read="postgres")
+    except sqlglot.errors.SqlglotError:
+        return None
+    if column is None or not isinstance(tree, exp.Query):
+        return None
+    chosen = [e for e in tree.selects if e.alias_or_name.lower() == column.lower()]
+    aggregate = chosen[0].unalias() if len(chosen) == 1 else None
+    if not isinstance(aggregate, exp.Sum) or (summed := aggregate.find(exp.Column)) is None:
+        return None
+    rows = {"time", "times"}
+    for table in tree.find_all(exp.Table):
+        for name in (table.name.lower(), *table.name.lower().split("_")):
+            rows |= {name, name.removesuffix("s")}
+    return Total(summed.name, frozenset(rows))
+
+
+def miscounts(answer: str, value: Decimal, total: Total) -> bool:
+    """Whether the answer states the sum followed by a word that counts rows or times
+    ("ordered 25 times", "25 orders")."""
+    for match in NUMBER.finditer(answer):
+        if not _states(match.group(), value):
+            continue
+        following = re.match(r"\s+([A-Za-z_]+)", answer[match.end() :])
+        if following and following.group(1).lower() in total.rows:
+            return True
+    return False
+
+
 def format_value(value: Decimal) -> str:
     """The value as the answer should write it: 3 not 3.0, 12.5 as is."""
     if value == value.to_integral_value():
@@ -144,18 +211,31 @@ def check(answer: str, results: list[StepResult], *texts: str) -> Verdict:
     if value is None and (labelled := labelled_measure(results)) is not None:
         value, measure = labelled
         invented = unsupported_numbers(answer, results, *texts)
-        return Verdict(invented, value, not _states(answer, value), measure)
+        total = total_of(results, measure)
+        wrong = total is not None and miscounts(answer, value, total)
+        return Verdict(invented, value, not _states(answer, value), measure, total, wrong)
     if value is None:
         return Verdict(unsupported_numbers(answer, results, *texts), None, False)
     # One value: the row count (1) is no support for a stated "1" - only the value and the
     # question or conversation are.
     invented = [n for n in unsupported_numbers(answer, [], *texts) if not _states(n, value)]
-    return Verdict(invented, value, not _states(answer, value))
+    total = total_of(results, None)
+    wrong = total is not None and miscounts(answer, value, total)
+    return Verdict(invented, value, not _states(answer, value), total=total, miscounts=wrong)
 
 
 def settle(answer: str, verdict: Verdict) -> tuple[str, list[str]]:
     """The answer the user gets once the rewrite did not agree either: the run's one value
-    put in place of the invented numbers (or said first), else the answer with a note."""
+    put in place of the invented numbers (or said first), else the answer with a note; a sum
+    stated as a count keeps a note saying what it counts."""
+    counted = [verdict.total.note(verdict.value)] if verdict.miscounts and verdict.total and verdict.value else []
+    if not verdict.invented and not verdict.misses_value:
+        return answer, counted
+    settled, notes = _settle_numbers(answer, verdict)
+    return settled, notes + counted
+
+
+def _settle_numbers(answer: str, verdict: Verdict) -> tuple[str, list[str]]:
     if verdict.value is not None and verdict.measure and not verdict.invented:
         stated = format_value(verdict.value)
         said = f"{answer.rstrip().rstrip('.')} ({verdict.measure.replace('_', ' ')}: {stated})."
@@ -193,9 +273,8 @@ async def agree_with_rows(
     results: list[StepResult],
     *texts: str,
 ) -> tuple[str, list[str], int]:
-    """The answer the user gets, the notes it carries and the tokens a rewrite spent. A
-    changed answer is streamed again whole (`AnswerDelta(replace=True)`), so what was
-    streamed and the final answer never differ."""
+    """The answer the user gets, the notes it carries and the tokens a rewrite spent. Nothing
+    is streamed here: the caller streams the answer this returns, after the check."""
     verdict = check(answer, results, *texts)
     if verdict.agrees:
         return answer, [], 0
@@ -207,9 +286,7 @@ async def agree_with_rows(
     if rewritten:
         again = check(rewritten, results, *texts)
         if again.agrees:
-            emit(AnswerDelta(text=rewritten, replace=True))
             return rewritten, notes, spent
         answer, verdict = rewritten, again
     settled, notes = settle(answer, verdict)
-    emit(AnswerDelta(text=settled, replace=True))
     return settled, notes, spent

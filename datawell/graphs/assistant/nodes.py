@@ -294,11 +294,11 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
     model = deps.query.models.for_stage("answer", context.choices)
     parts: list[str] = []
     reported = 0
+    # The model's pieces are held until the answer is checked (issue 50): none reaches the user first.
     async for chunk in model.astream(messages):
         piece = stage_text(chunk)
         if piece:
             parts.append(piece)
-            emit(AnswerDelta(text=piece))
         if chunk.usage_metadata:
             reported += chunk.usage_metadata.get("total_tokens", 0)
     text = "".join(parts)
@@ -306,12 +306,17 @@ async def answer(state: AssistantState, runtime: Runtime[AssistantContext], deps
         raise ModelError("the answering model returned an empty answer")
     used = reported or tokens.used(messages, None, reply_text=text)
     # --- issue 27: the answer's numbers agree with its rows (graphs/assistant/agreement.py) ---
-    text, extra, rewrite_tokens = await agree_with_rows(
+    checked, extra, rewrite_tokens = await agree_with_rows(
         text, messages, model, results, state["question"], history, *(r["instruction"] for r in results)
     )
     notes.extend(extra)
     used += rewrite_tokens
     # --- end issue 27 ---
+    # Streamed once checked: the model's own pieces when the check kept its answer, else the
+    # checked answer whole.
+    for piece in parts if checked == text else [checked]:
+        emit(AnswerDelta(text=piece))
+    text = checked
     if notes:
         # Said by the service, not left to the model, so a stopped run always says so; sent
         # as a delta too, so the deltas add up to the answer.
