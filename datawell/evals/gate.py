@@ -17,7 +17,9 @@ rules, and, for each rule that fired on it, with every rule on but that one: a r
 query that passes with it and fails without it, and hurts one that fails with it and passes
 without it. A rule that did not fire on a query leaves the run as it was (the pipeline has no
 other randomness), so only the rules that fired are switched off in turn, and the defaults
-are replayed only where a rule off by default fired.
+are replayed only where a rule off by default fired. No question is refused before its query
+is written (`replay.replayer(refuse_first=False)`): that refusal is no rule's, and a query it
+stops would never reach the rules.
 
 A gold query that passes with no rule and fails with the default rules exits 1, named with
 its case and the rule whose removal makes it pass. `--defaults` replays the gold queries only,
@@ -154,7 +156,7 @@ async def measure(
     every, demoted = frozenset(RULES), frozenset(OFF_BY_DEFAULT) - base
     found = []
     for name in dict.fromkeys(i.suite for i in items):
-        async with replayer(suites[name]) as on:
+        async with replayer(suites[name], refuse_first=False) as on:  # a refusal before writing is no rule's
             for one in (i for i in items if i.suite == name):
                 with_base = await on.replay(one.case, one.query, base)
                 none = await on.replay(one.case, one.query, every)

@@ -131,11 +131,18 @@ class Replayer:
 
 
 @asynccontextmanager
-async def replayer(suite: Suite) -> AsyncIterator[Replayer]:
-    """A `Replayer` over the suite's fixtures in a fresh, temporary store."""
+async def replayer(suite: Suite, refuse_first: bool = True) -> AsyncIterator[Replayer]:
+    """A `Replayer` over the suite's fixtures in a fresh, temporary store. Without
+    `refuse_first`, no question is refused before its query is written (the refusal of a
+    subject no dataset holds, `query_refuse_unheld_subject`): every query reaches the rules."""
     idle = FixedChatModels(OracleChatModel(answers=[]))  # each query brings its own oracle
     async with runner.eval_services(Overrides(models=idle, embedder=HashingEmbedder())) as services:
-        yield Replayer(suite, services, await load_fixtures(services, suite))
+        store = await load_fixtures(services, suite)
+        if not refuse_first:
+            services = replace(
+                services, settings=services.settings.model_copy(update={"query_refuse_unheld_subject": False})
+            )
+        yield Replayer(suite, services, store)
 
 
 async def replay(folders: list[Path], history: int) -> list[Replayed]:
