@@ -195,6 +195,11 @@ class Settings(BaseSettings):
         description="Query rewrite rules switched off, by name, comma-separated ('all': every rule; "
         "docs/query-rewrites.md lists them). An unknown name stops the service at start-up.",
     )
+    query_rules_enabled: str = Field(
+        "",
+        description="Query rewrite rules that are off by default switched on, by name, comma-separated ('all': "
+        "every one; docs/query-rewrites.md says which are off and why). A rule also disabled stays off.",
+    )
     query_match_literals: bool = Field(
         True,
         description="The rules match_stored_values and filter_where_stored: text literals that are not stored "

@@ -33,7 +33,7 @@ from datawell.tools import sandbox
 from datawell.tools.checker import Caps
 from datawell.tools.examples import VerifiedExamples
 from datawell.tools.ql import Queries, QueryTools
-from datawell.tools.rewrite.registry import disabled_rules
+from datawell.tools.rewrite.registry import rules_off
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"  # where the app mounts the REST API
@@ -116,7 +116,7 @@ def default_models(settings: Settings) -> ChatModels:
 
 async def build_services(settings: Settings, overrides: Overrides | None = None) -> Services:
     overrides = overrides or Overrides()
-    disabled_rules(settings.query_rules_disabled)  # an unknown rule's name stops the start, naming the known ones
+    rules_off(settings.query_rules_disabled, settings.query_rules_enabled)  # an unknown name stops the start
     return_freed_arrow_memory()  # ingestions and exports: freed Arrow buffers go back at once
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)

@@ -137,7 +137,7 @@ def run_suite(
         model=None if scripted else _resolved_model(choices),
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
-        rules_off=list(options.rules_off),
+        rules_off=_in_effect(options.rules_off),
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )
@@ -204,6 +204,16 @@ def _rules_off(names: str) -> tuple[str, ...]:
     except ValueError as exc:
         raise _fail(f"--rules-off: {exc}") from None
     return tuple(name for name in RULES if name in off)  # in the order the rules run
+
+
+def _in_effect(off: tuple[str, ...]) -> list[str]:
+    """The rules a run leaves off: those named, and those off by default that the environment
+    does not switch on (DATAWELL_QUERY_RULES_ENABLED), in the order the rules run."""
+    from datawell.config import Settings
+    from datawell.tools.rewrite.registry import RULES, rules_off
+
+    names = rules_off(",".join(off), Settings().query_rules_enabled)
+    return [name for name in RULES if name in names]
 
 
 def _choices(model: str | None, provider: str | None) -> StageChoices:

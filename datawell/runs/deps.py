@@ -15,7 +15,7 @@ from datawell.observability import recorder as recording
 from datawell.services import Services
 from datawell.tools.checker import Caps
 from datawell.tools.pruning import PruneLimits, SchemaPruner
-from datawell.tools.rewrite.registry import disabled_rules
+from datawell.tools.rewrite.registry import rules_off
 from datawell.tools.web import HttpWebSearch
 
 DIALECT_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
@@ -51,7 +51,7 @@ def query_deps(services: Services) -> QueryDeps:
         match_literals=s.settings.query_match_literals,
         fit_shape=s.settings.query_fit_shape,
         mend=s.settings.query_mend,
-        rules_off=disabled_rules(s.settings.query_rules_disabled),
+        rules_off=rules_off(s.settings.query_rules_disabled, s.settings.query_rules_enabled),
         refuse_unheld_subject=s.settings.query_refuse_unheld_subject,
         coverage=s.embedder if s.settings.query_refuse_uncovered else None,
         candidates=s.settings.query_candidates,

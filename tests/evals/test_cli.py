@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from datawell.cli import app
 from datawell.evals import runner
+from datawell.tools.rewrite.registry import OFF_BY_DEFAULT, RULES
 from tests.evals import fakes
 from tests.evals.conftest import write_suite
 
@@ -208,14 +209,22 @@ def test_run_json_names_a_bundled_suite_by_name(tmp_path: Path, monkeypatch: pyt
 def test_rules_switched_off_for_a_run_are_in_its_record_and_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 47: `--rules-off` names rewrite rules; the run's record and report say which."""
+    """Issue 47: `--rules-off` names rewrite rules; the run's record and report say which,
+    with the rules off by default unless the environment switches them on."""
     use_answers(monkeypatch, GOOD)
+    monkeypatch.setenv("DATAWELL_QUERY_RULES_ENABLED", "all")  # every rule on but those named
     suite = write_suite(tmp_path, SUITE)
     result = invoke("run", str(suite), "--out", str(tmp_path / "a"), "--rules-off", "label_rows,drop_unasked_limit")
     assert result.exit_code == 0, result.output
     # in the order the rules run, whatever the order given
     assert json.loads((tmp_path / "a" / "run.json").read_text())["rules_off"] == ["drop_unasked_limit", "label_rows"]
     assert "query rules off: drop_unasked_limit, label_rows" in (tmp_path / "a" / "report.md").read_text()
+
+    monkeypatch.delenv("DATAWELL_QUERY_RULES_ENABLED")
+    result = invoke("run", str(suite), "--out", str(tmp_path / "c"), "--rules-off", "drop_unasked_limit")
+    assert result.exit_code == 0, result.output
+    in_effect = json.loads((tmp_path / "c" / "run.json").read_text())["rules_off"]
+    assert in_effect == [name for name in RULES if name == "drop_unasked_limit" or name in OFF_BY_DEFAULT]
 
     unknown = invoke("run", str(suite), "--out", str(tmp_path / "b"), "--rules-off", "no_such_rule")
     assert unknown.exit_code == 2

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from datawell.evals import records
-from datawell.evals.replay import Replayed, changes, replay
+from datawell.evals.replay import Replayed, changes, replay, written
 from tests.evals.conftest import write_suite
 
 SUITE = """
@@ -50,11 +50,13 @@ def saved_run(folder: Path, suite: Path) -> Path:
 
 async def test_each_saved_query_runs_through_the_pipeline_and_is_scored_on_the_gold(tmp_path: Path) -> None:
     run = saved_run(tmp_path, write_suite(tmp_path, SUITE))
-    found = {(r.case_id, r.written): r for r in await replay([run], history=0, out=tmp_path / "out")}
+    found = {(r.case_id, r.written): r for r in await replay([run], history=0)}
     assert set(found) == {(c, q) for c, q in SAVED if q}
     garden = found["garden", SAVED[0][1]]
     assert garden.passed  # every garden product, as the gold lists them
     assert garden.ran == "SELECT name FROM products WHERE category = 'garden'"
+    assert garden.fired == ("drop_unasked_limit",)  # the rule the run recorded
+    assert found["cancelled", SAVED[1][1]].fired == ()
     assert found["cancelled", SAVED[1][1]].passed
     assert not found["cancelled", SAVED[2][1]].passed
 
@@ -70,3 +72,13 @@ def test_changes_lists_the_queries_whose_outcome_differs() -> None:
         {"suite": "dev", "case_id": "b", "written": "SELECT 2", "passed": True},
     ]
     assert changes(now, earlier) == ["dev a: FAIL -> pass: SELECT 1", "dev b: pass -> FAIL: SELECT 2"]
+
+
+def test_a_saved_query_is_replayed_as_its_writer_wrote_it_when_the_run_recorded_that() -> None:
+    ran = "SELECT name FROM products"
+    model = "SELECT name FROM products LIMIT 3"
+    recorded = records.Prediction(
+        case_id="a", kind="nl2ql", query=ran, events=[{"type": "query", "query": ran, "model_query": model}]
+    )
+    assert written(recorded) == model
+    assert written(records.Prediction(case_id="a", kind="nl2ql", query=ran)) == ran  # a run from before issue 47

@@ -3,6 +3,8 @@ model call, on the real checker and each store; the reasoning says what changed.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from datawell.graphs.events import QueryGenerated, RowsReady
@@ -69,11 +71,13 @@ async def test_a_mended_query_is_fitted_as_a_written_one_is(
 ) -> None:
     """academic-09's query ordered by a column read through the wrong alias; mended, it
     repeated each row once per joined row, which only a fitting after the mend could see (before
-    it, the query ordered by something it did not select)."""
+    it, the query ordered by something it did not select). The fitting rule is off by default
+    since issue 47's triage: switched on here by name."""
     query = "SELECT o.customer FROM orders AS o JOIN refunds AS r ON r.order_id = o.order_id ORDER BY r.customer"
     chat_model.script += [QueryDraft(query=query)]
+    on = services.settings.model_copy(update={"query_rules_enabled": "rows_once_through_filtering_joins"})
 
-    events = await ask(services, refunds, "Which customers got refunds?")
+    events = await ask(dataclasses.replace(services, settings=on), refunds, "Which customers got refunds?")
 
     assert isinstance(events[0], QueryGenerated)
     assert [c["rule"] for c in events[0].changes] == ["requalify_columns", "rows_once_through_filtering_joins"]
