@@ -10,8 +10,8 @@ in its host-RAM prompt cache. For a run it then picks, cheapest first:
 - `restored`: any free slot, when the prefix is in the model's prompt cache (llama.cpp copies
   it back in milliseconds instead of reading it again);
 - wait: no free slot now, when the slot that holds (or is reading) the prefix frees sooner
-  than reading the prefix elsewhere would take (`prefix tokens / prefill rate`, times the runs
-  already prefilling beside it: prefill takes every core, so two prefills share them);
+  than reading the prefix elsewhere would cost (`prefix tokens / prefill rate`, times one plus
+  the runs holding slots: a prefill takes every core, so every run beside it waits it out);
 - `miss`: a free slot, the prefix read again.
 
 And it runs no more runs at once than the measured decode rates pay for (`Rates.parallel`):
@@ -103,7 +103,6 @@ class Slot:
     running: object | None = None  # the ticket holding it
     since: float = 0.0  # granted at, or freed at
     expected_seconds: float = 0.0  # the running run's whole expected time
-    prefilling_until: float = 0.0  # when its run should have read its prefix (a miss)
 
 
 class Run(Protocol):
@@ -158,8 +157,10 @@ class SlotBook:
         if prefix in self.cached:
             slot = self._plain(free, set(wanted))
             return Placement(slot.number, "restored", "the model's prompt cache holds the prefix")
-        prefilling = sum(1 for s in self.table if s.running is not None and s.prefilling_until > now)
-        prefill = self.prefill_seconds(prefix) * (1 + prefilling)
+        # Reading a prefix takes every core: each run holding a slot waits it out too, so a
+        # miss costs its reading once for itself and once for every run beside it.
+        running = sum(1 for s in self.table if s.running is not None)
+        prefill = self.prefill_seconds(prefix) * (1 + running)
         busy = [s for s in self.table if s.running is not None and s.prefix == prefix]
         if busy and patient:
             holder = min(busy, key=lambda s: s.since + s.expected_seconds)
@@ -200,7 +201,6 @@ class SlotBook:
         miss = placement.decision == "miss" and prefix is not None and self.rates is not None
         prefill = self.prefill_seconds(prefix) if miss and prefix is not None else 0.0
         slot.expected_seconds = self.warm_run_seconds + prefill
-        slot.prefilling_until = now + prefill
         if run.waiting is not None:
             reason = f"{run.waiting.reason}; then {placement.reason}"
             return Placement(placement.slot, placement.decision, reason, waited_for_prefix=True)
@@ -208,7 +208,7 @@ class SlotBook:
 
     def released(self, number: int, now: float, held: float, decision: Decision) -> None:
         slot = self.table[number]
-        slot.running, slot.since, slot.prefilling_until = None, now, 0.0
+        slot.running, slot.since = None, now
         if self.shares and slot.prefix is not None:
             self._cache(slot.prefix)
         if decision in ("hit", "restored"):

@@ -55,7 +55,7 @@ def test_a_question_waits_for_its_prefixs_slot_when_that_is_cheaper() -> None:
     bob.release()
     clock.now = 27
     # Slot 1 is free, but carol's run on slot 0 should end in about 6 s, and reading the
-    # prefix on slot 1 would take 20 s: dave waits.
+    # prefix on slot 1 would take 20 s, and 20 s more of carol's: dave waits.
     dave = scheduler.enter("dave", prefix="shop")
     assert not dave.granted and dave.position() == 1
     assert scheduler.view().running == 1
@@ -64,7 +64,7 @@ def test_a_question_waits_for_its_prefixs_slot_when_that_is_cheaper() -> None:
     assert dave.placement is not None
     assert (dave.placement.slot, dave.placement.decision) == (0, "hit")
     assert dave.placement.waited_for_prefix
-    assert "waited for slot 0" in dave.placement.reason and "20.0 s" in dave.placement.reason
+    assert "waited for slot 0" in dave.placement.reason and "40.0 s" in dave.placement.reason
 
 
 def test_a_long_wait_reads_the_prefix_elsewhere() -> None:
@@ -76,6 +76,21 @@ def test_a_long_wait_reads_the_prefix_elsewhere() -> None:
     assert alice.granted and bob.placement is not None
     assert (bob.placement.slot, bob.placement.decision) == (1, "miss")
     assert "frees in about" in bob.placement.reason
+
+
+def test_askers_of_one_namespace_at_once_wait_for_its_slot_rather_than_read_it_beside_it() -> None:
+    """Issue 52's bench, four askers of one namespace at once: the fourth, three runs ahead of
+    it (about 24 s), read the prefix again on a free slot (20 s alone), and the three runs
+    decoding beside it waited that reading out too. A reading counts once for every run it
+    holds up, so all four keep to the slot holding the prefix."""
+    scheduler, clock = make(slots=4)
+    first = scheduler.enter("u0", prefix="shop")
+    clock.now = 30
+    first.release()
+    asked = [scheduler.enter(f"u{n}", prefix="shop") for n in range(1, 5)]
+    assert asked[0].placement is not None and asked[0].placement.decision == "hit"
+    assert [t.granted for t in asked] == [True, False, False, False]
+    assert [t.position() for t in asked[1:]] == [1, 2, 3]
 
 
 def test_a_prefix_saved_by_the_model_is_restored_on_any_slot() -> None:
