@@ -245,6 +245,10 @@ class Settings(BaseSettings):
         description="Most similar verified examples checked per question for the few-shot list; "
         "ones the caller cannot run are skipped, and no more are looked at.",
     )
+    # Public question -> query pairs on other databases, the most like the question (issue 50, docs/evals.md).
+    retrieved_examples: int = Field(0, ge=0, le=8, description="Examples from other databases shown (0: none).")
+    # Evals set it: a fixture namespace is named after its database, whose own pairs it never sees.
+    retrieved_examples_leave_own_out: bool = False
     schema_prune_tables: int = Field(
         6, ge=1, description="A namespace with more tables than this shows the query writer only the relevant ones."
     )

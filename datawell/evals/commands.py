@@ -138,6 +138,7 @@ def run_suite(
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
         rules_off=_in_effect(options.rules_off),
+        retrieved_examples=Settings().retrieved_examples,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )

@@ -200,15 +200,17 @@ class OracleChatModel(ReplyingChatModel):
         return "eval-oracle"
 
     def find(self, messages: Sequence[BaseMessage]) -> Gold:
-        """The case whose question the prompt contains (the longest, when several do); for
-        the curator, the case whose namespace the listed candidates are in."""
+        """The case whose question the prompt contains (when several do, of those no other
+        holds, the one asked last: examples from other databases come before the question);
+        for the curator, the case whose namespace the listed candidates are in."""
         text = _text(messages)
         found = [g for g in self.answers if g.question and g.question in text]
         listed = {end.split("/", 1)[0] for pair in candidate_labels(text) for end in pair}
         found = found or [g for g in self.answers if g.links and g.links[0].origin.split("/", 1)[0] in listed]
         if not found:
             raise OracleError(f"the scripted oracle found no suite question in the prompt: {text[-300:]!r}")
-        return max(found, key=lambda g: len(g.question))
+        outermost = [g for g in found if not any(g.question in o.question and g is not o for o in found)]
+        return max(outermost or found, key=lambda g: (text.rfind(g.question), len(g.question)))
 
     def _step(self, gold: Gold, messages: Sequence[BaseMessage]) -> GoldStep | None:
         """The plan step this call is about: the one whose instruction the last message names."""

@@ -77,6 +77,7 @@ class RunInfo(_Record):
     prompt_dir: str | None = None
     scripted: bool = False
     rules_off: list[str] = []  # query rewrite rules switched off for the run (`--rules-off`; issue 47)
+    retrieved_examples: int = 0  # examples from other databases per question (DATAWELL_RETRIEVED_EXAMPLES; issue 50)
     threshold: float = 0.0
     started_at: datetime
     finished_at: datetime | None = None

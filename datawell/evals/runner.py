@@ -81,6 +81,7 @@ async def eval_services(
         rows_database_url=None,
         qdrant_url=None,
         run_worker_in_process=False,
+        retrieved_examples_leave_own_out=True,  # a fixture is named after its database: never its own pairs
     )
     if rules_off:
         settings = settings.model_copy(update={"query_rules_disabled": ",".join(rules_off)})

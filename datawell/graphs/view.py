@@ -1,10 +1,12 @@
 """The namespace as every graph shows it to a model: the catalog (pruned for the question in
-large namespaces), its joins, the verified examples most like the question, and the
-caller's extra instructions. The nl2ql and assistant graphs both read it from here, and it
+large namespaces), its joins, the verified examples most like the question (and, when
+switched on, public pairs on other databases built like it: issue 50), and the caller's extra
+instructions. The nl2ql and assistant graphs both read it from here, and it
 reads everything through the query tools and the verified examples, never the database."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,6 +15,7 @@ from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog
 from datawell.tools.examples import Example, render_examples
 from datawell.tools.ql import LinkEnds, Who
+from datawell.tools.retrieved_examples import CorpusEntry, render_retrieved
 
 NO_LINKS = "(none)"
 
@@ -37,6 +40,14 @@ class Examples(Protocol):
     async def exact(self, who: Who, namespace: NamespaceRef, question: str) -> Example | None: ...
 
     async def similar(self, who: Who, namespace: NamespaceRef, question: str, k: int = 3) -> list[Example]: ...
+
+
+class Retriever(Protocol):
+    """Public pairs on other databases (`tools.retrieved_examples.RetrievedExamples`)."""
+
+    def similar(
+        self, question: str, names: Iterable[str], k: int, leave_out: str | None = None
+    ) -> list[CorpusEntry]: ...
 
 
 def link_columns(catalog: Catalog, links: list[LinkEnds]) -> list[LinkEnds]:
@@ -103,6 +114,9 @@ class NamespaceView:
     pruner: Pruner | None = None  # None: the whole catalog for every question
     examples: Examples | None = None  # verified question -> query pairs of the namespace
     few_shot: int = 3  # the most similar verified examples shown to the query writer
+    retrieved: Retriever | None = None  # question -> query pairs on other databases (issue 50)
+    retrieved_count: int = 0  # how many of them the query writer is shown
+    leave_own_out: bool = False  # never a pair of the database the namespace is named after (evals)
 
     async def describe(self, caller: Caller, namespace: NamespaceRef, question: str = "") -> Described:
         """The namespace as this caller may read it; with a question, only the tables relevant
@@ -129,6 +143,16 @@ class NamespaceView:
             return ""
         found = await self.examples.similar(caller, namespace, question, self.few_shot)
         return f"Verified examples of this namespace:\n{render_examples(found)}\n\n" if found else ""
+
+    async def retrieved_block(self, caller: Caller, namespace: NamespaceRef, question: str) -> str:
+        """The pairs on other databases whose questions are built most like this one (its
+        names masked with the namespace's tables and columns), as few-shot text; empty when off."""
+        if self.retrieved is None or self.retrieved_count <= 0:
+            return ""
+        catalog = await self.reader.catalog(caller, namespace)
+        names = [name for t in catalog.tables for name in (t.dataset_name, *t.columns)]
+        leave_out = namespace.name if self.leave_own_out else None
+        return render_retrieved(self.retrieved.similar(question, names, self.retrieved_count, leave_out))
 
     async def verified_example(self, caller: Caller, namespace: NamespaceRef, question: str) -> Example | None:
         """The verified example whose question is this one, if the caller may run its query."""

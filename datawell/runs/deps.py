@@ -15,6 +15,7 @@ from datawell.observability import recorder as recording
 from datawell.services import Services
 from datawell.tools.checker import Caps
 from datawell.tools.pruning import PruneLimits, SchemaPruner
+from datawell.tools.retrieved_examples import bundled_corpus
 from datawell.tools.rewrite.registry import rules_off
 from datawell.tools.web import HttpWebSearch
 
@@ -43,6 +44,9 @@ def query_deps(services: Services) -> QueryDeps:
             ),
             examples=s.examples,
             few_shot=s.settings.query_few_shot,
+            retrieved=bundled_corpus() if s.settings.retrieved_examples else None,
+            retrieved_count=s.settings.retrieved_examples,
+            leave_own_out=s.settings.retrieved_examples_leave_own_out,
         ),
         max_attempts=s.settings.query_max_attempts,
         caps=s.settings.group(Caps, "query_max_"),

@@ -135,3 +135,16 @@ async def test_curator_selection_picks_the_candidates_that_are_gold_links() -> N
     )
     chosen = await oracle.with_structured_output(LinkSelection).ainvoke([HumanMessage(candidates)])
     assert sorted(c.id for c in chosen.selected) == ["L1", "L3"]
+
+
+def test_the_question_asked_last_wins_over_an_example_shown_before_it() -> None:
+    """Examples retrieved from other databases (issue 50) come before the question asked."""
+    oracle = OracleChatModel(
+        answers=[
+            Gold(question="How many orders are there?", query="A"),
+            Gold(question="Which doctor is busiest?", query="B"),
+        ]
+    )
+    shown = prompt("Which doctor is busiest?")
+    shown[1] = HumanMessage(f"Question: How many orders are there?\nQuery: A\n\n{shown[1].content}")
+    assert oracle.find(shown).query == "B"

@@ -72,6 +72,9 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     examples = state.get("examples")
     if examples is None:
         examples = await deps.view.examples_block(runtime.context.caller, runtime.context.namespace, state["question"])
+        examples += await deps.view.retrieved_block(
+            runtime.context.caller, runtime.context.namespace, state["question"]
+        )
 
     def prompt(told: str) -> list[BaseMessage]:
         return stage_messages(
