@@ -37,7 +37,8 @@ KEYWORDS = (
     "preceding following current row filter within any some similar to escape date timestamp time zone at "
     "integer int bigint smallint real float double precision numeric decimal text varchar char character "
     "boolean bool year month day hour minute second epoch dow doy quarter week isodow millennium century "
-    "decade years months days hours minutes seconds for both leading trailing without varying"
+    "decade years months days hours minutes seconds for both leading trailing without varying current_date "
+    "current_timestamp current_time localtimestamp localtime"
 ).split()
 ORDER = "order"  # `ORDER BY` switches to free names: what follows may name output aliases
 EXTRA_FUNCTIONS = (
