@@ -30,23 +30,23 @@ from datawell.tools.checker.allowed import SQLITE_FUNCTIONS
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FIRST = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 REST = FIRST + "0123456789"
-KEYWORDS = (
-    "select distinct from where group by having asc desc limit offset join inner left right full outer cross "
-    "natural on using as and or not in is null like ilike between case when then else end exists union all "
-    "intersect except with recursive true false interval nulls first last over partition rows range unbounded "
-    "preceding following current row filter within any some similar to escape date timestamp time zone at "
-    "integer int bigint smallint real float double precision numeric decimal text varchar char character "
-    "boolean bool year month day hour minute second epoch dow doy quarter week isodow millennium century "
-    "decade years months days hours minutes seconds for both leading trailing without varying current_date "
-    "current_timestamp current_time localtimestamp localtime"
+KEYWORDS = (  # noqa: SIM905 (a list of words reads better as words)
+    "select distinct from where group by having asc desc limit offset join inner left right full outer "
+    "cross natural on using as and or not in is null like ilike between case when then else end exists "
+    "union all intersect except with recursive true false interval nulls first last over partition rows "
+    "range unbounded preceding following current row filter within any some similar to escape date "
+    "timestamp time zone at integer int bigint smallint real float double precision numeric decimal text "
+    "varchar char character boolean bool year month day hour minute second epoch dow doy quarter week "
+    "isodow millennium century decade years months days hours minutes seconds for both leading trailing "
+    "without varying current_date current_timestamp current_time localtimestamp localtime"
 ).split()
 ORDER = "order"  # `ORDER BY` switches to free names: what follows may name output aliases
-EXTRA_FUNCTIONS = (
-    "coalesce nullif cast extract strftime julianday to_date to_timestamp to_char date_part date_trunc now "
-    "age concat concat_ws substr substring position strpos length char_length octet_length round trunc "
-    "abs ceil ceiling floor sign power pow sqrt ln log log10 exp mod random greatest least lower upper "
-    "initcap trim ltrim rtrim btrim replace left right lpad rpad reverse split_part regexp_replace count "
-    "sum avg min max string_agg array_agg group_concat bool_and bool_or every stddev stddev_pop "
+EXTRA_FUNCTIONS = (  # noqa: SIM905 (a list of words reads better as words)
+    "coalesce nullif cast extract strftime julianday to_date to_timestamp to_char date_part date_trunc "
+    "now age concat concat_ws substr substring position strpos length char_length octet_length round "
+    "trunc abs ceil ceiling floor sign power pow sqrt ln log log10 exp mod random greatest least lower "
+    "upper initcap trim ltrim rtrim btrim replace left right lpad rpad reverse split_part regexp_replace "
+    "count sum avg min max string_agg array_agg group_concat bool_and bool_or every stddev stddev_pop "
     "stddev_samp variance var_pop var_samp median percentile_cont percentile_disc mode row_number rank "
     "dense_rank lag lead first_value last_value nth_value ntile percent_rank cume_dist iif ifnull "
     "datetime julianday unixepoch time date timestamp make_date instr total"
@@ -136,11 +136,11 @@ def _soup(mode: str, tables: dict[str, list[str]]) -> list[str]:
         "keyword",
         "number",
         "column",
-        f"table-name (sp alias)?",
+        "table-name (sp alias)?",
         alias_col,
         *qualified,
         f"from-kw sp ({table_ref}) (sp (as-kw sp)? alias)?",
-        f"as-kw sp (ident | quoted-ident)",
+        "as-kw sp (ident | quoted-ident)",
         f"{literal(')')} sp ident",
         f"{keyword('extract')} ws {literal('(')} ws ident sp from-kw",
         f"{keyword('is')} sp ({keyword('not')} sp)? {keyword('distinct')} sp from-kw",
@@ -168,16 +168,16 @@ def query_rules(columns: Sequence[str]) -> list[str]:
         *_soup("s", tables),
         *_soup("f", tables),
         # one character or escape between words; punctuation; a string literal
-        'sep ::= wschar | [=<>!+*/%|(),;:~\\-] | string',
+        "sep ::= wschar | [=<>!+*/%|(),;:~\\-] | string",
         'wschar ::= " " | "\\\\n" | "\\\\t" | "\\\\r"',
         "ws ::= wschar*",
         "sp ::= wschar+",
-        "string ::= \"'\" (\"''\" | [^'\"\\\\\\x00-\\x1f] | jescape)* \"'\"",
+        'string ::= "\'" ("\'\'" | [^\'"\\\\\\x00-\\x1f] | jescape)* "\'"',
         'jescape ::= "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
-        "number ::= [0-9]+ (\".\" [0-9]+)? ([eE] [+\\-]? [0-9]+)?",
+        'number ::= [0-9]+ ("." [0-9]+)? ([eE] [+\\-]? [0-9]+)?',
         f"ident ::= {_class(FIRST)} ident-rest*",
         f"ident-rest ::= {_class(REST)}",
-        f"quoted-ident ::= {literal(in_json(chr(34)))} [^\"\\\\\\x00-\\x1f]+ {literal(in_json(chr(34)))}",
+        f'quoted-ident ::= {literal(in_json(chr(34)))} [^"\\\\\\x00-\\x1f]+ {literal(in_json(chr(34)))}',
         *_not_words(plain_tables, "alias"),
         "keyword ::= " + " | ".join(keyword(k) for k in KEYWORDS if k != "from"),
         f"from-kw ::= {keyword('from')} | {keyword('join')}",
