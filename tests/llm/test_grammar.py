@@ -37,11 +37,10 @@ def query(sql: str) -> str:
         "GROUP BY c.name ORDER BY spent DESC LIMIT 5",
         "select customers.name, count(*) from customers left join orders on orders.customer_id = customers.id "
         "group by customers.name having count(*) > 1;",
-        'SELECT "Home Town" FROM customers WHERE name ILIKE \'%o\'\'b "x"%\'',
+        "SELECT \"Home Town\" FROM customers WHERE name ILIKE '%o''b \"x\"%'",
         "SELECT EXTRACT(YEAR FROM CURRENT_DATE) - 1, amount::integer FROM orders WHERE amount BETWEEN 1.5 AND 2e3",
         "SELECT name\nFROM customers\nWHERE id IN (SELECT customer_id FROM orders)",
-        "WITH big AS (SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id) "
-        "SELECT total FROM big",
+        "WITH big AS (SELECT customer_id, SUM(amount) AS total FROM orders GROUP BY customer_id) SELECT total FROM big",
     ],
 )
 def test_a_query_on_the_catalogs_names_is_accepted(sql: str) -> None:
