@@ -187,6 +187,11 @@ class Settings(BaseSettings):
         False,
         description="The query writer first names the catalog columns its query uses, constrained to the catalog's names.",
     )
+    query_grammar: bool = Field(
+        False,
+        description="The embedded model writes its query under a grammar built from the catalog's tables and columns, "
+        "so it cannot name one the catalog lacks (issue 50; a hosted model is never sent it).",
+    )
     # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates
     # issue 47: the rewrite rules by name (docs/query-rewrites.md); the three switches below
     # are groups of them

@@ -29,12 +29,15 @@ MAX_NAMED_COLUMNS = 12
 
 
 async def ask_structured(
-    model: BaseChatModel, schema: type[T], messages: list[BaseMessage], columns: Sequence[str] = ()
+    model: BaseChatModel, schema: type[T], messages: list[BaseMessage], columns: Sequence[str] = (), grammar: str = ""
 ) -> Structured[T]:
     """Ask for an answer in `schema`. With `columns`, the reply first names the columns it
-    will use, each one of `columns` (see `naming_columns`); the names are then dropped."""
+    will use, each one of `columns` (see `naming_columns`); the names are then dropped.
+    With `grammar` (GBNF of the whole reply, `llm/grammar.py`), a model that decodes under a
+    grammar (the embedded one) is held to it instead of the schema; any other is not sent it."""
     asked = naming_columns(schema, tuple(columns)) if columns else schema
-    reply = cast(dict[str, Any], await model.with_structured_output(asked, include_raw=True).ainvoke(messages))
+    held = {"grammar": grammar} if grammar and getattr(model, "takes_grammar", False) else {}
+    reply = cast(dict[str, Any], await model.with_structured_output(asked, include_raw=True, **held).ainvoke(messages))
     parsed = reply.get("parsed")
     if isinstance(parsed, asked) and asked is not schema:
         parsed = schema.model_validate(parsed.model_dump(exclude={"columns"}))

@@ -155,6 +155,12 @@ class LiteLLMChatModel(ChatLiteLLM):
         except openai.OpenAIError as error:
             raise self._error(error, 1) from error
 
+    @property
+    def takes_grammar(self) -> bool:
+        """Whether the model decodes under a GBNF grammar sent with the request (llama.cpp's
+        `grammar` field): the embedded model only; a hosted one is never sent it."""
+        return self.is_embedded
+
     def supports_json_schema(self) -> bool:
         """Whether the model takes `response_format` with a JSON schema (constrained output)."""
         if self.is_embedded:
@@ -172,12 +178,17 @@ class LiteLLMChatModel(ChatLiteLLM):
         method: Literal["json_schema", "function_calling", "json_mode"] | None = None,
         include_raw: bool = False,
         strict: bool | None = None,
+        grammar: str = "",
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
         """Constrained JSON output where the model supports it, a forced tool call otherwise.
 
         Small local models write tool calls as text but follow a JSON schema reliably, so the
-        schema wins whenever both work."""
+        schema wins whenever both work. A `grammar` (GBNF of the whole JSON reply) replaces the
+        schema for the embedded model, since llama.cpp refuses both at once; other models
+        ignore it (issue 50)."""
+        if grammar and self.takes_grammar:
+            method = "json_schema"
         if method is None:
             method = "json_schema" if self.supports_json_schema() else "function_calling"
         if method != "json_schema":
@@ -190,15 +201,19 @@ class LiteLLMChatModel(ChatLiteLLM):
         # fields with defaults stay optional and the small model skips them when empty
         # (nl2ql's draft: 88 tokens instead of 135, with an invented "refusal" beside the query).
         strict = not self.is_embedded
-        model = self.bind(
-            response_format={
-                "type": "json_schema",
-                "json_schema": {
-                    "name": tool["function"]["name"],
-                    "schema": strict_schema(parameters) if strict else parameters,
-                    "strict": strict,
-                },
-            }
+        model = (
+            self.bind(grammar=grammar)
+            if grammar and self.takes_grammar
+            else self.bind(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": tool["function"]["name"],
+                        "schema": strict_schema(parameters) if strict else parameters,
+                        "strict": strict,
+                    },
+                }
+            )
         )
         parser: Runnable[Any, Any] = (
             PydanticOutputParser(pydantic_object=schema)

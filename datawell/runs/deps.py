@@ -52,6 +52,7 @@ def query_deps(services: Services) -> QueryDeps:
         caps=s.settings.group(Caps, "query_max_"),
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
         name_columns=s.settings.query_name_columns,
+        query_grammar=s.settings.query_grammar,
         match_literals=s.settings.query_match_literals,
         fit_shape=s.settings.query_fit_shape,
         mend=s.settings.query_mend,

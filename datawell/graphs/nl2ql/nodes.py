@@ -21,6 +21,7 @@ from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
+from datawell.llm.grammar import reply_grammar
 from datawell.tools.checker.bounds import bound
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
@@ -100,13 +101,15 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
             },
         )
     columns = state.get("columns", []) if deps.name_columns else []
+    # issue 50: the names the catalog shows, as a grammar the embedded model decodes under
+    grammar = reply_grammar(state.get("columns", []), columns) if deps.query_grammar else ""
     model = deps.models.for_stage("query", runtime.context.choices)
     # --- issue 27: k query candidates at once, run, and voted on by their results (nl2ql/voting.py) ---
     if deps.candidates > 1 and not attempts and not feedback:
         sampled = sampling(model, deps.candidate_temperature)
         replies = await asyncio.gather(
-            ask_structured(model, QueryDraft, messages, columns),
-            *(ask_structured(sampled, QueryDraft, messages, columns) for _ in range(deps.candidates - 1)),
+            ask_structured(model, QueryDraft, messages, columns, grammar),
+            *(ask_structured(sampled, QueryDraft, messages, columns, grammar) for _ in range(deps.candidates - 1)),
         )
         voted = await vote_on_candidates(deps, runtime.context, state["question"], [r.parsed for r in replies])
         spent += sum(r.tokens for r in replies)
@@ -114,7 +117,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
             return voted | {"attempts": 1, "tokens": spent, "examples": examples}
         reply = replies[0]  # no candidate ran: the first is repaired as one draft would be
     else:
-        reply = await ask_structured(model, QueryDraft, messages, columns)
+        reply = await ask_structured(model, QueryDraft, messages, columns, grammar)
         spent += reply.tokens
     # --- end issue 27 ---
     # --- issue 27: a repair that sends the refused query back is asked again without it ---
@@ -122,7 +125,7 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
     if (blind := state.get("blind_feedback")) and _same_query(reply.parsed, state.get("draft", "")):
         messages = prompt(blind)
         if not budget or spent + prompt_tokens(messages) <= budget:
-            reply = await ask_structured(model, QueryDraft, messages, columns)
+            reply = await ask_structured(model, QueryDraft, messages, columns, grammar)
             spent += reply.tokens
     # --- end issue 27 ---
     attempts += 1
