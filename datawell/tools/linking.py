@@ -29,8 +29,10 @@ import networkx as nx
 
 from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.coverage import content_words, word_match
+from datawell.tools.coverage import content_words, singular, word_match
 from datawell.tools.names import own_words, parts
+from datawell.tools.pruning import named_columns
+from datawell.tools.rewrite.joins import keyed_by
 
 ANCHORS = 2  # the best-scored tables kept even without a word match
 WORD_MATCH = 1.0  # a question word that is a name's own word
@@ -38,6 +40,7 @@ VALUE_MATCH = 1.0  # a stored value the question names
 LIKE = 0.45  # a column at least this like a question word (cosine) is kept
 COLUMNS_WHOLE = 6  # a table with no more columns than this keeps them all
 KEY_PARTS = frozenset({"id", "code", "key", "no"})
+LABEL_PARTS = frozenset({"name", "title"})
 
 
 class LinkMode(StrEnum):
@@ -64,10 +67,12 @@ def _words(name: str) -> set[str]:
     return set(own_words(name.rsplit(".", 1)[-1])) or set(parts(name.rsplit(".", 1)[-1]))
 
 
-def _named(name: str, asked: list[str]) -> bool:
-    """Whether a question word is one of the name's own words (prefix-alike: course/courses)."""
-    mine = _words(name)
-    return any(word_match(word, mine) for word in asked if len(word) >= 3)
+def _named(name: str, asked: list[str], *, whole: bool = False) -> bool:
+    """Whether a question word is one of the name's own words (prefix-alike: course/courses);
+    `whole`: every one of them is (a table `domain_author` is not named by "author")."""
+    said = [singular(word) for word in asked if len(word) >= 3]
+    found = [any(word_match(word, {singular(own)}) for word in said) for own in _words(name)]
+    return all(found) if whole else any(found)
 
 
 def _values_named(table: TableInfo, column: str, question: str) -> bool:
@@ -90,6 +95,24 @@ def _table_text(table: TableInfo) -> str:
 def is_key(column: str) -> bool:
     """A column named as a key (`id`, `course_id`, `airline_code`): what joins use."""
     return bool(set(parts(column)) & KEY_PARTS)
+
+
+def is_label(column: str) -> bool:
+    """A column that names its rows (`name`, `first_name`, `title`): what answers show."""
+    return bool(set(parts(column)) & LABEL_PARTS)
+
+
+def key_links(catalog: Catalog) -> list[tuple[str, str]]:
+    """Foreign-key-like links read from names alone, for a namespace whose curator found none
+    between two tables: a column named as another table's own key (`writes.aid` is author's
+    `aid`, `flight.airline_code` airline's)."""
+    found = []
+    for table in catalog.tables:
+        for column in table.columns:
+            for owner in sorted(keyed_by(catalog, column) - {table.name}):
+                theirs = next(c for c in catalog.table(owner).columns if c.lower() == column.lower())  # type: ignore[union-attr]
+                found.append((f"{table.name}.{column}", f"{owner}.{theirs}"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -124,14 +147,16 @@ class SchemaLinker:
         scores: dict[str, float] = {}
         anchors: set[str] = set()
         for table, vector in zip(catalog.tables, table_vectors, strict=True):
-            named = _named(table.name, asked)
+            named = _named(table.name, asked, whole=True)
             valued = any(_values_named(table, c, question) for c in table.columns)
-            if named or valued:
+            columns_named = any(_named(c, asked, whole=True) for c in table.columns if own_words(c) and not is_key(c))
+            if named or valued or columns_named:
                 anchors.add(table.name)
             best_column = max((column_scores[(table.name, c)] for c in table.columns), default=0.0)
             scores[table.name] = (WORD_MATCH if named else 0.0) + likeness(vector) + best_column
         ranked = sorted(scores, key=lambda name: (-scores[name], name))
         anchors.update(ranked[:ANCHORS])
+        anchors.update(named_columns(catalog, question))
         graph = _graph(catalog, joins)
         kept, path = _connect(graph, anchors)
         tables = [t for t in catalog.tables if t.name in kept]
@@ -145,7 +170,8 @@ def _graph(catalog: Catalog, joins: list[tuple[str, str]]) -> nx.Graph:
     """Tables as nodes, a link as an edge holding its `table.column` ends (the first link of a pair)."""
     graph = nx.Graph()
     graph.add_nodes_from(t.name for t in catalog.tables)
-    for left, right in sorted(joins):
+    # the namespace's links first: a pair of tables they join takes no link read from names
+    for left, right in [*sorted(joins), *key_links(catalog)]:
         a, b = left.rsplit(".", 1)[0], right.rsplit(".", 1)[0]
         if a != b and a in graph and b in graph and not graph.has_edge(a, b):
             graph.add_edge(a, b, ends=(left, right))
@@ -175,6 +201,7 @@ def _columns_kept(table: TableInfo, scores: dict[tuple[str, str], float], ends: 
         if scores[(table.name, c)] >= WORD_MATCH + LIKE
         or scores[(table.name, c)] >= LIKE
         or is_key(c)
+        or is_label(c)
         or f"{table.name}.{c}" in ends
     }
     return replace(
