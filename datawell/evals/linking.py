@@ -1,0 +1,179 @@
+"""Measures schema linking (`tools/linking.py`) offline: no chat model, no database.
+
+    python -m datawell.evals.linking [--suite dev --suite validation ...] [--embedder minilm|hashing|<folder>]
+        [--write docs/evals/linking.md]
+
+For every nl2ql case with a gold query, the suite's fixtures become the catalog as
+`coverage_check` builds it (fields, descriptions, stored values as hints would show them;
+the fixtures' links when the suite activates them), the linker runs on the question in each
+mode (`off` is today's pruning), and the gold query, parsed with sqlglot, says what was
+needed: its tables, and its columns qualified by table (aliases resolved). Per suite and
+mode: mean recall of the gold's tables and columns, the share of cases with both whole, and
+the mean share of the catalog's tables and columns kept. Only totals are printed, for every
+suite: the validation suite decides, its cases are never read to fit anything."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+
+from datawell.evals.coverage_check import fixture_catalog
+from datawell.evals.fixtures import load_fixture
+from datawell.evals.suites import Suite, load_suite
+from datawell.graphs.view import link_columns
+from datawell.llm.embeddings import Embedder
+from datawell.tools.catalog import Catalog
+from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
+from datawell.tools.linking import LinkMode, SchemaLinker
+from datawell.tools.pruning import SchemaPruner
+from datawell.tools.ql import LinkEnds
+
+SUITES = ("dev", "validation", "nl2ql", "erp")
+
+
+@dataclass(frozen=True)
+class Needed:
+    tables: set[str]
+    columns: set[str]  # table.column
+
+
+@dataclass(frozen=True)
+class Row:
+    suite: str
+    mode: str
+    cases: int
+    table_recall: float
+    column_recall: float
+    whole: float  # share of cases with every gold table and column kept
+    tables_kept: float
+    columns_kept: float
+
+
+def needed(query: str, catalog: Catalog) -> Needed | None:
+    """The catalog tables and `table.column`s a query reads (None when it does not parse)."""
+    schema = {t.name: dict(t.columns) for t in catalog.tables}
+    try:
+        tree = qualify(
+            sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT]),
+            schema=schema,
+            validate_qualify_columns=False,
+            identify=False,
+        )
+    except sqlglot.errors.SqlglotError:
+        return None
+    aliases = {t.alias_or_name: t.name for t in tree.find_all(exp.Table) if t.name in schema}
+    tables = set(aliases.values())
+    columns = set()
+    for column in tree.find_all(exp.Column):
+        table = aliases.get(column.table)
+        if table and column.name in schema[table]:
+            columns.add(f"{table}.{column.name}")
+    return Needed(tables, columns)
+
+
+def fixture_links(suite: Suite, name: str) -> list[LinkEnds]:
+    if not suite.links:
+        return []
+    fixture = load_fixture(name, suite)
+    return [(link.origin, link.destination, str(link.match_type), link.hits) for link in fixture.links]
+
+
+async def kept(mode: LinkMode, embedder: Embedder, catalog: Catalog, links: list[LinkEnds], question: str) -> Catalog:
+    ends = [(a, b) for a, b, _, _ in link_columns(catalog, links)]
+    if mode == LinkMode.OFF:
+        tables = [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in ends]
+        return await SchemaPruner(embedder).prune(catalog, tables, question)
+    return (await SchemaLinker(embedder, mode).link(catalog, ends, question)).catalog
+
+
+async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
+    catalogs = {name: fixture_catalog(suite, name) for name in suite.fixtures}
+    links = {name: fixture_links(suite, name) for name in suite.fixtures}
+    table_recall, column_recall, whole, tables_kept, columns_kept = [], [], [], [], []
+    for case in suite.cases:
+        if not case.expected.query or not case.vars.question:
+            continue
+        namespace = case.vars.namespace or suite.fixtures[0]
+        catalog = catalogs[namespace]
+        gold = needed(case.expected.query, catalog)
+        if gold is None or not gold.tables:
+            continue
+        shown = await kept(mode, embedder, catalog, links[namespace], case.vars.question)
+        shown_columns = {f"{t.name}.{c}" for t in shown.tables for c in t.columns}
+        found_tables = len(gold.tables & {t.name for t in shown.tables}) / len(gold.tables)
+        found_columns = len(gold.columns & shown_columns) / len(gold.columns) if gold.columns else 1.0
+        table_recall.append(found_tables)
+        column_recall.append(found_columns)
+        whole.append(float(found_tables == found_columns == 1.0))
+        tables_kept.append(len(shown.tables) / len(catalog.tables))
+        columns_kept.append(len(shown_columns) / sum(len(t.columns) for t in catalog.tables))
+    return Row(
+        suite.name,
+        mode.value,
+        len(whole),
+        *(mean(v) if v else 0.0 for v in (table_recall, column_recall, whole, tables_kept, columns_kept)),
+    )
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| suite | mode | cases | table recall | column recall | whole recall | tables kept | columns kept |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.suite} | {r.mode} | {r.cases} | {r.table_recall:.3f} | {r.column_recall:.3f} | {r.whole:.3f} "
+        f"| {r.tables_kept:.3f} | {r.columns_kept:.3f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def embedder_of(spec: str) -> Embedder:
+    from datawell.llm.embeddings import HashingEmbedder, MiniLMEmbedder, StaticMiniLMEmbedder
+
+    if spec == "minilm":
+        return MiniLMEmbedder()
+    return HashingEmbedder() if spec == "hashing" else StaticMiniLMEmbedder(Path(spec))
+
+
+async def main(suites: list[str], embedder: Embedder, modes: list[LinkMode]) -> list[Row]:
+    return [await measure(load_suite(name), mode, embedder) for name in suites for mode in modes]
+
+
+REPORT_HEAD = """# Schema linking: recall of the gold query's tables and columns
+
+Written by `python -m datawell.evals.linking {arguments}` (offline: no chat model; the catalog
+from the fixtures as `coverage_check` builds it). Recall is the share of the gold query's
+tables (columns, qualified by table) the linked catalog keeps; "whole recall" the share of
+cases that keep all of them; "kept" the mean share of the catalog's tables and columns shown.
+`off` is pruning as before linking (only namespaces over the limits are pruned).
+
+"""
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(prog="python -m datawell.evals.linking")
+    parser.add_argument("--suite", action="append", help=f"a suite name or file (default: {', '.join(SUITES)})")
+    parser.add_argument("--mode", action="append", choices=[m.value for m in LinkMode])
+    parser.add_argument("--embedder", default="minilm", help="minilm, hashing, or a distilled static model's folder")
+    parser.add_argument("--write", type=Path, help="also write the table as markdown to this file")
+    arguments = parser.parse_args()
+    modes = [LinkMode(m) for m in arguments.mode or [m.value for m in LinkMode]]
+    rows = asyncio.run(main(arguments.suite or list(SUITES), embedder_of(arguments.embedder), modes))
+    print(table(rows))
+    if arguments.write:
+        told = " ".join(
+            [*(f"--suite {s}" for s in arguments.suite or []), *(f"--mode {m}" for m in arguments.mode or [])]
+        )
+        arguments.write.write_text(REPORT_HEAD.format(arguments=told).replace("  ", " ") + table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    cli()
