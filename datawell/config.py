@@ -245,10 +245,7 @@ class Settings(BaseSettings):
         3, ge=0, description="Verified examples most like the question shown to the query writer (0: none)."
     )
     query_few_shot_checks: int = Field(
-        12,
-        ge=1,
-        description="Most similar verified examples checked per question for the few-shot list; "
-        "ones the caller cannot run are skipped, and no more are looked at.",
+        12, ge=1, description="Most similar verified examples checked for the few-shot list (unrunnable ones skipped)."
     )
     # Public question -> query pairs on other databases, the most like the question (issue 50, docs/evals.md).
     retrieved_examples: int = Field(0, ge=0, le=8, description="Examples from other databases shown (0: none).")

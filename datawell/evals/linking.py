@@ -19,6 +19,7 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -62,7 +63,7 @@ def needed(query: str, catalog: Catalog) -> Needed | None:
     try:
         tree = qualify(
             sqlglot.parse_one(query, read=DIALECTS[QL_DIALECT]),
-            schema=schema,
+            schema=cast(dict[str, object], schema),
             validate_qualify_columns=False,
             identify=False,
         )

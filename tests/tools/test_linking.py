@@ -1,0 +1,82 @@
+"""Schema linking (`tools/linking.py`): the tables a question needs with the join path
+between them, a chain's unnamed middle included; keys kept in `columns` mode; `off` leaves
+the catalog whole; and the offline measurement's reading of a gold query."""
+
+from __future__ import annotations
+
+from datawell.evals.linking import needed
+from datawell.llm.embeddings import HashingEmbedder
+from datawell.storage.access import NamespaceRef
+from datawell.tools.catalog import Catalog, TableInfo
+from datawell.tools.linking import LinkMode, SchemaLinker
+
+SHOP = NamespaceRef(id="ns-shop", owner="evals", name="shop")
+
+
+class ZeroEmbedder:
+    """Every text scores the same: only names, values and links decide."""
+
+    dimension = 3
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+
+def table(name: str, *columns: str) -> TableInfo:
+    return TableInfo(name, f"id-{name}", SHOP, f"rows_{name}", "", dict.fromkeys(columns, "text"), {})
+
+
+CATALOG = Catalog(
+    SHOP,
+    [
+        table("customers", "customer_id", "name", "country"),
+        table("orders", "order_id", "customer_id", "ordered_on"),
+        table("order_lines", "order_id", "product_id", "quantity", "unit_price", "discount", "note", "shipped_on"),
+        table("products", "product_id", "title", "category"),
+        table("suppliers", "supplier_id", "name", "city"),
+        table("warehouses", "warehouse_id", "city", "capacity"),
+    ],
+)
+LINKS = [
+    ("orders.customer_id", "customers.customer_id"),
+    ("order_lines.order_id", "orders.order_id"),
+    ("order_lines.product_id", "products.product_id"),
+]
+
+
+def names(catalog: Catalog) -> list[str]:
+    return [t.name for t in catalog.tables]
+
+
+async def test_a_chain_whose_middle_the_question_never_names_still_joins() -> None:
+    linked = await SchemaLinker(ZeroEmbedder()).link(
+        CATALOG, LINKS, "Which country's customers bought the most products?"
+    )
+    # customers → orders → order_lines → products: the middle two are never named.
+    assert {"customers", "orders", "order_lines", "products"} <= set(names(linked.catalog))
+    assert "warehouses" not in names(linked.catalog)
+    line = linked.join_line()
+    for pair in LINKS:
+        assert pair[0] in line and pair[1] in line
+
+
+async def test_columns_mode_keeps_the_join_keys_of_a_wide_table() -> None:
+    # Hashed vectors: unlike texts score near zero, so likeness alone keeps no column.
+    linker = SchemaLinker(HashingEmbedder(), LinkMode.COLUMNS)
+    linked = await linker.link(CATALOG, LINKS, "Which country's customers bought the most products?")
+    lines = next(t for t in linked.catalog.tables if t.name == "order_lines")
+    assert {"order_id", "product_id"} <= set(lines.columns)
+    assert {"note", "shipped_on"}.isdisjoint(lines.columns)
+
+
+async def test_off_leaves_the_catalog_whole_and_writes_no_join_path() -> None:
+    linked = await SchemaLinker(ZeroEmbedder(), LinkMode.OFF).link(CATALOG, LINKS, "Which customers are in Lisbon?")
+    assert linked.catalog == CATALOG and linked.join_line() == ""
+
+
+def test_the_measurement_reads_a_gold_query_through_its_aliases() -> None:
+    gold = "SELECT c.country, SUM(l.quantity) FROM customers c JOIN orders o ON o.customer_id = c.customer_id JOIN order_lines l ON l.order_id = o.order_id GROUP BY c.country"
+    read = needed(gold, CATALOG)
+    assert read is not None
+    assert read.tables == {"customers", "orders", "order_lines"}
+    assert {"customers.country", "order_lines.quantity", "orders.customer_id"} <= read.columns
