@@ -1,4 +1,4 @@
-"""How many gold queries the query grammar (datawell/llm/grammar.py) accepts, each against its
+"""How many gold queries the query grammar (datawell/tools/grammar.py) accepts, each against its
 own namespace's catalog, checked without a model through the grammar's lark mirror (issue 50).
 
     python scripts/grammar_check.py [suite ...]   # default: dev, validation and the bundled suites
@@ -15,7 +15,7 @@ import lark
 
 from datawell.evals.fixtures import load_fixture
 from datawell.evals.suites import load_suite
-from datawell.llm.grammar import lark_grammar, reply_grammar
+from datawell.tools.grammar import lark_grammar, reply_grammar
 
 SUITES = ("dev", "validation", "nl2ql", "erp", "assistant")
 

@@ -33,7 +33,7 @@ async def ask_structured(
 ) -> Structured[T]:
     """Ask for an answer in `schema`. With `columns`, the reply first names the columns it
     will use, each one of `columns` (see `naming_columns`); the names are then dropped.
-    With `grammar` (GBNF of the whole reply, `llm/grammar.py`), a model that decodes under a
+    With `grammar` (GBNF of the whole reply, `tools/grammar.py`), a model that decodes under a
     grammar (the embedded one) is held to it instead of the schema; any other is not sent it."""
     asked = naming_columns(schema, tuple(columns)) if columns else schema
     held = {"grammar": grammar} if grammar and getattr(model, "takes_grammar", False) else {}

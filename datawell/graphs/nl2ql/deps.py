@@ -22,7 +22,7 @@ class QueryDeps:
     dialect: str = "SQLite"  # whose date functions the model is told to use
     # The query writer names the catalog columns it uses before its query (constrained output).
     name_columns: bool = False
-    # The embedded model decodes its query under a grammar of the catalog's names (llm/grammar.py).
+    # The embedded model decodes its query under a grammar of the catalog's names (tools/grammar.py).
     query_grammar: bool = False
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
     fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/rewrite/before_run.py)

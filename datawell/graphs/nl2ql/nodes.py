@@ -21,10 +21,10 @@ from datawell.graphs.prefix import stage_messages
 from datawell.graphs.structured import ask_structured
 from datawell.graphs.tokens import prompt_tokens
 from datawell.graphs.view import NO_LINKS, helper_block
-from datawell.llm.grammar import reply_grammar
 from datawell.tools.checker.bounds import bound
 from datawell.tools.coverage import coverage, held, nothing_like, subject
 from datawell.tools.coverage import refusal as coverage_refusal
+from datawell.tools.grammar import reply_grammar
 from datawell.tools.literals import names_left_out, where_stored
 from datawell.tools.names import NameTriage
 from datawell.tools.names import refusal as names_refusal

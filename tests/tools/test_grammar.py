@@ -8,7 +8,7 @@ import json
 import lark
 import pytest
 
-from datawell.llm.grammar import lark_grammar, reply_grammar
+from datawell.tools.grammar import lark_grammar, reply_grammar
 
 COLUMNS = ["orders.id", "orders.customer_id", "orders.amount", "customers.id", "customers.name", "customers.Home Town"]
 
