@@ -139,6 +139,7 @@ def run_suite(
         scripted=scripted,
         rules_off=_in_effect(options.rules_off),
         retrieved_examples=Settings().retrieved_examples,
+        query_grammar=Settings().query_grammar,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )

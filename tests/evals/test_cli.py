@@ -229,3 +229,19 @@ def test_rules_switched_off_for_a_run_are_in_its_record_and_report(
     unknown = invoke("run", str(suite), "--out", str(tmp_path / "b"), "--rules-off", "no_such_rule")
     assert unknown.exit_code == 2
     assert "unknown query rule(s) no_such_rule" in unknown.output and "drop_unasked_limit" in unknown.output
+
+
+def test_a_run_with_the_query_grammar_says_so_in_its_record_and_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 50: a run's record says whether the model wrote under the catalog's grammar, so
+    runs with and without it are told apart."""
+    use_answers(monkeypatch, GOOD)
+    suite = write_suite(tmp_path, SUITE)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "off")).exit_code == 0
+    monkeypatch.setenv("DATAWELL_QUERY_GRAMMAR", "true")
+    assert invoke("run", str(suite), "--out", str(tmp_path / "on")).exit_code == 0
+    grammar = {run: json.loads((tmp_path / run / "run.json").read_text())["query_grammar"] for run in ("off", "on")}
+    assert grammar == {"off": False, "on": True}
+    assert "query grammar: on" in (tmp_path / "on" / "report.md").read_text()
+    assert "query grammar" not in (tmp_path / "off" / "report.md").read_text()
