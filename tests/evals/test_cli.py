@@ -214,11 +214,16 @@ def test_rules_switched_off_for_a_run_are_in_its_record_and_report(
     use_answers(monkeypatch, GOOD)
     monkeypatch.setenv("DATAWELL_QUERY_RULES_ENABLED", "all")  # every rule on but those named
     suite = write_suite(tmp_path, SUITE)
-    result = invoke("run", str(suite), "--out", str(tmp_path / "a"), "--rules-off", "label_rows,drop_unasked_limit")
+    result = invoke(
+        "run", str(suite), "--out", str(tmp_path / "a"), "--rules-off", "group_per_asked,drop_unasked_limit"
+    )
     assert result.exit_code == 0, result.output
     # in the order the rules run, whatever the order given
-    assert json.loads((tmp_path / "a" / "run.json").read_text())["rules_off"] == ["drop_unasked_limit", "label_rows"]
-    assert "query rules off: drop_unasked_limit, label_rows" in (tmp_path / "a" / "report.md").read_text()
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["rules_off"] == [
+        "drop_unasked_limit",
+        "group_per_asked",
+    ]
+    assert "query rules off: drop_unasked_limit, group_per_asked" in (tmp_path / "a" / "report.md").read_text()
 
     monkeypatch.delenv("DATAWELL_QUERY_RULES_ENABLED")
     result = invoke("run", str(suite), "--out", str(tmp_path / "c"), "--rules-off", "drop_unasked_limit")

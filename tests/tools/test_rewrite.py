@@ -23,6 +23,7 @@ from datawell.tools.rewrite.registry import (
     MEND_RULES,
     ON_EMPTY,
     ON_REFUSAL,
+    RETIRED,
     RULES,
     SHAPE_RULES,
     active,
@@ -32,24 +33,15 @@ from tests.tools.test_mend import table
 
 # The programs as they run: a change of order is a change of behaviour, made here on purpose.
 BEFORE_RUN_ORDER = (
-    "group_union_per_value",
     "drop_unasked_limit",
     "divide_as_fractions",
-    "whole_numbers_asked",
     "select_group_keys",
     "rows_not_extremes",
-    "rows_once_through_filtering_joins",
-    "skip_key_passing_joins",
     "period_for_first_day",
-    "drop_placeholder_filters",
     "select_ranking_measure",
-    "filter_the_end_asked",
     "reroute_mistyped_joins",
     "reroute_crossed_keys",
     "group_per_asked",
-    "label_rows",
-    "count_the_things_asked",
-    "compute_the_ratio_asked",
     "match_stored_values",
     "filter_where_stored",
 )
@@ -68,17 +60,8 @@ ON_REFUSAL_ORDER = (
 )
 # (earlier, later): the dependencies registry.py's docstring states, one pair each.
 DEPENDS = [
-    ("group_union_per_value", "drop_unasked_limit"),
-    ("divide_as_fractions", "whole_numbers_asked"),
     ("drop_unasked_limit", "select_ranking_measure"),
-    ("rows_once_through_filtering_joins", "select_ranking_measure"),
-    ("rows_once_through_filtering_joins", "label_rows"),
     ("reroute_crossed_keys", "group_per_asked"),
-    ("reroute_crossed_keys", "label_rows"),
-    ("reroute_crossed_keys", "count_the_things_asked"),
-    ("group_per_asked", "label_rows"),
-    ("count_the_things_asked", "compute_the_ratio_asked"),
-    ("filter_the_end_asked", "match_stored_values"),
     ("match_stored_values", "filter_where_stored"),
     ("drop_invented_filters", "drop_phantom_joins"),
     ("near_column_names", "drop_dead_joins"),
@@ -100,7 +83,7 @@ def test_every_rule_is_named_once_in_the_phase_it_runs_in() -> None:
     assert tuple(r.name for r in BEFORE_RUN) == BEFORE_RUN_ORDER
     assert tuple(r.name for r in ON_REFUSAL) == ON_REFUSAL_ORDER
     assert ON_EMPTY == ()
-    assert len(RULES) == len(BEFORE_RUN_ORDER) + len(ON_REFUSAL_ORDER) == 31
+    assert len(RULES) == len(BEFORE_RUN_ORDER) + len(ON_REFUSAL_ORDER) == 22
     for phase, rules in (("before_run", BEFORE_RUN), ("on_refusal", ON_REFUSAL)):
         assert {r.phase for r in rules} == {phase}
     assert all(re.fullmatch(r"[a-z]+(?:_[a-z]+)*", name) for name in RULES)
@@ -116,19 +99,10 @@ def test_the_order_keeps_each_dependency(earlier: str, later: str) -> None:
     assert RULES[earlier].phase == RULES[later].phase
 
 
-def test_the_rules_written_from_one_eval_case_are_in_the_gated_tier_with_their_case() -> None:
-    written_from = {
-        "whole_numbers_asked": "atis-05",
-        "drop_placeholder_filters": "atis-08",
-        "filter_the_end_asked": "atis-11",
-        "count_the_things_asked": "academic-14",
-        "compute_the_ratio_asked": "academic-14",
-        "rows_once_through_filtering_joins": "academic-09",
-        "skip_key_passing_joins": "advising-07",
-        "label_rows": "advising-29",
-    }
-    assert {name: (RULES[name].tier, RULES[name].case) for name in written_from} == {
-        name: ("wording", case) for name, case in written_from.items()
+def test_the_deleted_rules_are_gone_and_a_refused_query_is_repaired_never_reworded() -> None:
+    assert not RETIRED & RULES.keys()
+    assert {name: RULES[name].case for name in RULES if RULES[name].case} == {
+        "reroute_crossed_keys": "academic (keys of an initial + id)"
     }
     assert not any(r.tier == "wording" for r in ON_REFUSAL)  # a refused query is repaired, never reworded
 
@@ -191,10 +165,16 @@ def test_a_rule_that_raises_is_left_out_and_the_others_still_apply(caplog: pytes
 
 def test_all_switches_every_rule_off_and_an_unknown_name_is_refused_with_the_known_ones() -> None:
     assert disabled_rules("all") == RULES.keys()
-    assert disabled_rules(" drop_unasked_limit , label_rows,") == {"drop_unasked_limit", "label_rows"}
+    assert disabled_rules(" drop_unasked_limit , group_per_asked,") == {"drop_unasked_limit", "group_per_asked"}
     assert disabled_rules("") == frozenset()
-    with pytest.raises(ValueError, match=r"unknown query rule.*no_such_rule.*drop_unasked_limit.*label_rows"):
-        disabled_rules("label_rows,no_such_rule")
+    with pytest.raises(ValueError, match=r"unknown query rule.*no_such_rule.*drop_unasked_limit.*group_per_asked"):
+        disabled_rules("group_per_asked,no_such_rule")
+
+
+def test_a_deleted_rules_name_switches_nothing_and_is_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    """A setting written when `label_rows` existed keeps starting the service."""
+    assert disabled_rules("label_rows, group_per_asked") == {"group_per_asked"}
+    assert "query rule(s) ['label_rows'] were deleted" in caplog.text
 
 
 def test_a_refused_query_is_mended_by_named_rules() -> None:
@@ -240,7 +220,7 @@ def test_the_rules_table_lists_every_rule_with_its_phase_and_tier() -> None:
 
 
 async def test_an_unknown_rule_switched_off_stops_the_service_at_start(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, database_url=None, query_rules_disabled="label_rows,no_such_rule")
-    with pytest.raises(ValueError, match=r"unknown query rule\(s\) no_such_rule; the rules are: group_union_per_value"):
+    settings = Settings(data_dir=tmp_path, database_url=None, query_rules_disabled="group_per_asked,no_such_rule")
+    with pytest.raises(ValueError, match=r"unknown query rule\(s\) no_such_rule; the rules are: drop_unasked_limit"):
         await build_services(settings)
     assert not any(tmp_path.iterdir())  # before anything was opened or made

@@ -46,7 +46,7 @@ def reads_the_question_by_regex(source: str) -> bool:
 def test_a_regex_over_the_question_is_found() -> None:
     assert reads_the_question_by_regex("_WHOLE.search(question)")
     assert reads_the_question_by_regex('re.findall(r"[a-z]+", question.lower())')
-    assert not reads_the_question_by_regex("asks_for_whole_numbers(question)")
+    assert not reads_the_question_by_regex("asked_per(question)")
 
 
 @pytest.mark.parametrize("name", sorted(RULES))

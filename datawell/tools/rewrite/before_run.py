@@ -9,25 +9,16 @@ from sqlglot import exp
 
 from datawell.tools.catalog import Catalog
 from datawell.tools.rewrite.change import Context, Mended, Reads, Rule, Scope, Shaped, Tier
-from datawell.tools.rewrite.compute_the_ratio_asked import compute_the_ratio_asked
-from datawell.tools.rewrite.count_the_things_asked import count_the_things_asked
 from datawell.tools.rewrite.divide_as_fractions import divide_as_fractions
-from datawell.tools.rewrite.drop_placeholder_filters import drop_placeholder_filters
 from datawell.tools.rewrite.drop_unasked_limit import drop_unasked_limit
-from datawell.tools.rewrite.filter_the_end_asked import filter_the_end_asked
 from datawell.tools.rewrite.group_per_asked import group_per_asked
-from datawell.tools.rewrite.group_union_per_value import group_union_per_value
-from datawell.tools.rewrite.label_rows import label_rows
 from datawell.tools.rewrite.lexicon import asked_per, says_what_to_show
 from datawell.tools.rewrite.period_for_first_day import period_for_first_day
 from datawell.tools.rewrite.reroute_crossed_keys import reroute_crossed_keys
 from datawell.tools.rewrite.reroute_mistyped_joins import reroute_mistyped_joins
 from datawell.tools.rewrite.rows_not_extremes import rows_not_extremes
-from datawell.tools.rewrite.rows_once_through_filtering_joins import rows_once_through_filtering_joins
 from datawell.tools.rewrite.select_group_keys import select_group_keys
 from datawell.tools.rewrite.select_ranking_measure import select_ranking_measure
-from datawell.tools.rewrite.skip_key_passing_joins import skip_key_passing_joins
-from datawell.tools.rewrite.whole_numbers_asked import whole_numbers_asked
 
 
 def _tree(body: Callable[[exp.Query], str]) -> Callable[[exp.Query, Context], tuple[exp.Query, str]]:
@@ -62,11 +53,6 @@ def _per_asked(query: str, question: str, catalog: Catalog) -> Shaped:
     return group_per_asked(query, question, {t.name: t.columns for t in catalog.tables})
 
 
-def _ratio(query: str, context: Context) -> tuple[str, list[str]]:
-    done = compute_the_ratio_asked(query, context.question)
-    return done.query, done.changes
-
-
 def _mistyped(scope: Scope, _: Context) -> list[str]:
     return reroute_mistyped_joins(scope.select, scope.sources)
 
@@ -82,36 +68,18 @@ C: Reads = "catalog"
 V: Reads = "values"
 
 RULES = (
-    Rule("group_union_per_value", "before_run", W, (), "tree",
-         lambda tree, _: group_union_per_value(tree),
-         "a UNION of one aggregate per value of a column gives numbers nobody can tell apart: grouped by it",
-         case="advising-08"),
     Rule("drop_unasked_limit", "before_run", W, (Q,), "tree", _worded(drop_unasked_limit),
          "a LIMIT the question names no number or superlative for hides rows (the prompt's rules 7 and 8)"),
     Rule("divide_as_fractions", "before_run", R, (), "tree", _tree(divide_as_fractions),
          "a division of two integer columns is 0 in both stores: the dividend is cast to a fraction"),
-    Rule("whole_numbers_asked", "before_run", W, (Q,), "tree", _worded(whole_numbers_asked),
-         "a question asking for an integer gets computed values cast to one", case="atis-05"),
     Rule("select_group_keys", "before_run", R, (), "tree", _tree(select_group_keys),
          "aggregates selected without their GROUP BY columns cannot be told apart: the keys are selected"),
     Rule("rows_not_extremes", "before_run", R, (), "tree", _tree(rows_not_extremes),
          "MIN/MAX of a column beside plain columns, ordered by that column, without GROUP BY: the column"),
-    Rule("rows_once_through_filtering_joins", "before_run", W, (), "tree",
-         _tree(rows_once_through_filtering_joins),
-         "columns of one table through joins that only filter repeat its rows: SELECT DISTINCT",
-         case="academic-09"),
-    Rule("skip_key_passing_joins", "before_run", W, (), "tree", _tree(skip_key_passing_joins),
-         "under an aggregate, a join that only passes a key along repeats the rows aggregated: dropped",
-         case="advising-07"),
     Rule("period_for_first_day", "before_run", W, (Q,), "tree", _worded(period_for_first_day),
          "an equality with the first day of the month or year the question names becomes that period"),
-    Rule("drop_placeholder_filters", "before_run", W, (Q,), "tree", _worded(drop_placeholder_filters),
-         "a filter to a placeholder ('NONE', 'N/A') the question never asks for goes", case="atis-08"),
     Rule("select_ranking_measure", "before_run", W, (Q,), "tree", _ranking_measure,
          "a ranking's hidden measure is selected, unless the question says what to show"),
-    Rule("filter_the_end_asked", "before_run", W, (Q, C), "text", _with_catalog(filter_the_end_asked),
-         "a value filtered at one end of a move (from/to) is read at the end the question puts it",
-         case="atis-11"),
     Rule("reroute_mistyped_joins", "before_run", R, (C,), "select", _mistyped,
          "a join of a number with a text (PostgreSQL refuses it, SQLite pairs nothing) reads the text table's key"),
     Rule("reroute_crossed_keys", "before_run", R, (C,), "select", _crossed,
@@ -119,14 +87,6 @@ RULES = (
          case="academic (keys of an initial + id)"),
     Rule("group_per_asked", "before_run", W, (Q, C), "text", _with_catalog(_per_asked),
          "an aggregate asked 'per X' without its groups is grouped by the column X names"),
-    Rule("label_rows", "before_run", W, (Q, C), "text", _with_catalog(label_rows),
-         "values listed of rows the question names, without a name: the rows' name column is selected",
-         case="advising-29"),
-    Rule("count_the_things_asked", "before_run", W, (Q, C), "text", _with_catalog(count_the_things_asked),
-         "a COUNT of another table's key, where the question asks how many of its things: COUNT(DISTINCT)",
-         case="academic-14"),
-    Rule("compute_the_ratio_asked", "before_run", W, (Q,), "text", _ratio,
-         "a ratio asked for, with its two numbers selected but not divided: divided", case="academic-14"),
     Rule("match_stored_values", "before_run", R, (C, V), "values", None,
          "a text literal no value of its column is, but one or several stored values match, is read as them"),
     Rule("filter_where_stored", "before_run", R, (C, V), "values", None,

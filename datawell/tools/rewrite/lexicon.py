@@ -1,8 +1,7 @@
 """What a question says, for every rule and hint that reads it (issue 47: one lexicon).
 
 Each rule's reading of the question moved here as it was, so the rules' modules read no
-question text themselves. The readings still differ where they did before (a word's first
-four letters for `drop_placeholder_filters`, `coverage.PREFIX` letters for
+question text themselves. The readings still differ where they did before (`coverage.PREFIX` letters for
 `column_named_by_question`, whole words or plurals elsewhere): making them one reading would
 change what the rules do, which is the replay gate's to decide, not a move's."""
 
@@ -94,31 +93,6 @@ def asks_for_few(question: str) -> bool:
     return any(word.lower() not in _NOT_SUPERLATIVE for word in _FEW.findall(question))
 
 
-# Words by which a question asks for its numbers as whole numbers ("Give the answer as an
-# integer", "Convert to integer minutes", "in whole days").
-_WHOLE = re.compile(r"\b(?:as|to|in)\s+(?:an?\s+)?(?:integers?|whole\s+(?:numbers?|\w+))\b", re.IGNORECASE)
-
-
-def asks_for_whole_numbers(question: str) -> bool:
-    return bool(_WHOLE.search(question))
-
-
-_NOTHING = re.compile(r"\b(?:no|not|none|without|null|nil|unknown|missing|empty|lacks?|lacking|blank|n/a)\b", re.I)
-
-
-def speaks_of_nothing(question: str) -> bool:
-    """Whether the question says "no", "without", "missing" or the like: it may ask for rows
-    that lack something ("fares with no restriction", "... without a code")."""
-    return bool(_NOTHING.search(question))
-
-
-def says_a_word_of(question: str, text: str) -> bool:
-    """Whether any word of `text` (of three letters or more) begins as a word of the question
-    does (its first four letters: "restrictions" says "restriction_code")."""
-    words = {w[:4] for w in re.findall(r"[a-z]{3,}", question.lower())}
-    return any(w[:4] in words for w in re.findall(r"[a-z]{3,}", text.lower()))
-
-
 def says(question: str, text: str) -> bool:
     """Whether the question says `text`, as whole words, in any case, or in the plural."""
     return bool(re.search(rf"(?<!\w){re.escape(text)}(?:e?s)?(?!\w)", question, re.IGNORECASE))
@@ -153,54 +127,6 @@ def asked_per(question: str) -> list[str]:
     if found.group("by").lower() == "per" and singular(first) in _TIME_UNITS:
         return []
     return [f"{first}_{second}", first, second] if second else [first]
-
-
-def names_the_rows(question: str, table: str) -> bool:
-    """Whether the question names the table's rows ("courses", "course"; "airport" for airport)."""
-    words = {singular(w) for w in re.findall(r"[a-z]+", question.lower())}
-    return singular(table.lower().rsplit("_", 1)[-1]) in words
-
-
-def asks_how_many(question: str, table: str) -> bool:
-    """Whether the question asks how many of the table's things there are: "how many
-    journals", "the number of journals", "the annual numbers of publications and journals"."""
-    one = singular(table.rsplit(".", 1)[-1].lower()).replace("_", " ")
-    thing = rf"{re.escape(one)}(?:e?s)?\b"
-    return bool(
-        re.search(
-            rf"\bhow\s+many\s+(?:\w+\s+){{0,2}}?{thing}|\bnumbers?\s+of\s+(?:[\w,]+\s+){{0,3}}?{thing}", question, re.I
-        )
-    )
-
-
-_COUNTED = r"(?:the\s+)?(?:(?:total\s+)?number\s+of\s+)?(\w+)"
-_RATIO = re.compile(rf"\bratio\s+of\s+{_COUNTED}\s+to\s+{_COUNTED}", re.IGNORECASE)
-
-
-def ratio_asked(question: str) -> tuple[str, str] | None:
-    """The two words of the "ratio of A to B" the question asks for ("the ratio of the number
-    of publications to journals": publications, journals), if it asks for one."""
-    asked = _RATIO.search(question)
-    return (asked[1], asked[2]) if asked else None
-
-
-# The words of a question that put a value at the start or at the end of a move ("flights to
-# Chicago (ORD)"), at most `_CLOSE` words before it.
-_START = re.compile(r"\b(?:from|leav(?:e|es|ing)|depart(?:s|ing)?|out of)\b", re.IGNORECASE)
-_END = re.compile(r"\b(?:to|into|arriv(?:e|es|ing)(?: at| in)?|bound for|towards?)\b", re.IGNORECASE)
-_CLOSE = 4
-
-
-def end_asked(question: str, value: str) -> str:
-    """Where the question's nearest direction before each mention of `value` puts it, "start"
-    or "end", when every mention with a direction agrees; else ""."""
-    found = set()
-    for mention in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", question, re.IGNORECASE):
-        before = " ".join(re.findall(r"[\w']+", question[: mention.start()])[-_CLOSE:])
-        ends = [(m.end(), "start") for m in _START.finditer(before)] + [(m.end(), "end") for m in _END.finditer(before)]
-        if ends:
-            found.add(max(ends)[1])
-    return found.pop() if len(found) == 1 else ""
 
 
 MONTHS = DATE_WORDS[:12]  # january ... december

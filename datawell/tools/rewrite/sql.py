@@ -41,12 +41,6 @@ def joined_tables(select: exp.Select) -> list[exp.Table]:
     return [n for n in nodes if isinstance(n, exp.Table)]
 
 
-def from_and_joins(select: exp.Select) -> list[exp.Expr]:
-    """What the SELECT reads rows from: its FROM's source, then each join's ([] without a FROM)."""
-    start = select.args.get("from_")
-    return [start.this, *(j.this for j in select.args.get("joins") or [])] if start is not None else []
-
-
 def aliases(tree: exp.Expr) -> set[str]:
     """Every name a column may be qualified with anywhere in the query: tables, their aliases,
     subqueries' and CTEs' names (an outer query's alias is a correlated subquery's to use)."""
