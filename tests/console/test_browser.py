@@ -281,7 +281,7 @@ async def test_console_walkthrough(console: Console) -> None:
     await console.shot("build-spec-conflict")
 
     await console.go("/evals")
-    await page.get_by_role("link", name="nl2ql").click()
+    await page.get_by_role("link", name="nl2ql", exact=True).click()
     await expect(page.locator("table.cases")).to_contain_text("retail-count-orders")
     await console.shot("eval-report", full_page=False)
     await console.go("/evals")
