@@ -130,6 +130,7 @@ def run_suite(
         embedder=HashingEmbedder() if scripted else None,
         prompts=PromptLibrary(prompt_dir.resolve()) if prompt_dir else None,
     )
+    settings = Settings()
     info = records.RunInfo(
         suite=suite.name,
         suite_path=suite_ref or str(suite.path or suite.name),
@@ -138,8 +139,8 @@ def run_suite(
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
         rules_off=_in_effect(options.rules_off),
-        retrieved_examples=Settings().retrieved_examples,
-        query_grammar=Settings().query_grammar,
+        retrieved_examples=settings.retrieved_examples,
+        query_grammar=settings.query_grammar,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )

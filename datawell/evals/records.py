@@ -78,9 +78,8 @@ class RunInfo(_Record):
     scripted: bool = False
     rules_off: list[str] = []  # query rewrite rules switched off for the run (`--rules-off`; issue 47)
     retrieved_examples: int = 0  # examples from other databases per question (DATAWELL_RETRIEVED_EXAMPLES; issue 50)
-    query_grammar: bool = (
-        False  # the embedded model wrote its query under the catalog's grammar (DATAWELL_QUERY_GRAMMAR)
-    )
+    # the embedded model wrote its query under the catalog's grammar (DATAWELL_QUERY_GRAMMAR; issue 50)
+    query_grammar: bool = False
     threshold: float = 0.0
     started_at: datetime
     finished_at: datetime | None = None

@@ -1,9 +1,9 @@
 """What a question says, for every rule and hint that reads it (issue 47: one lexicon).
 
 Each rule's reading of the question moved here as it was, so the rules' modules read no
-question text themselves. The readings still differ where they did before (`coverage.PREFIX` letters for
-`column_named_by_question`, whole words or plurals elsewhere): making them one reading would
-change what the rules do, which is the replay gate's to decide, not a move's."""
+question text themselves. The readings still differ where they did before (`coverage.PREFIX`
+letters for `column_named_by_question`, whole words or plurals elsewhere): making them one
+reading would change what the rules do, which is the replay gate's to decide, not a move's."""
 
 from __future__ import annotations
 

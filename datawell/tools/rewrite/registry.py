@@ -24,6 +24,7 @@ filters' texts are stored (tools/literals.where_stored) and which the question n
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 
@@ -69,6 +70,7 @@ RETIRED = frozenset(
 )
 
 
+@functools.cache  # every run reads the same settings: parsed, and a deleted name warned of, once
 def disabled_rules(names: str) -> frozenset[str]:
     """The rules these comma-separated names name (`all`: every rule); an unknown name is an
     error that lists the known ones, a deleted rule's name is left out with a warning."""
