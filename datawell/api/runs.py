@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 
 from datawell.api.routing import Context, PathModel, Resolver, Router, uuid_in_path
-from datawell.client.models import RunList, RunRecord, RunSummary
+from datawell.client.run_records import RunList, RunRecord, RunSummary
 from datawell.errors import NotFound
 from datawell.storage import run_records
 from datawell.storage.tables import RunRow, User

@@ -49,6 +49,8 @@ from datawell.client.models import (
     PreparedUpload,
     Retried,
     RowsPage,
+)
+from datawell.client.run_records import (
     RunList,
     RunRecord,
 )

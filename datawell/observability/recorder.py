@@ -27,7 +27,7 @@ from langchain_core.outputs import LLMResult
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
-from datawell.client.models import (
+from datawell.client.run_records import (
     ModelCallRecord,
     PromptMessage,
     QueryRecord,

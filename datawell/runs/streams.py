@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from contextlib import aclosing
 
-from datawell.client.models import RunRecord
+from datawell.client.run_records import RunRecord
 from datawell.errors import DatawellError, InternalError
 from datawell.graphs.events import RunFailed, RunQueued, RunResult
 from datawell.graphs.memory import finished_turn

@@ -253,7 +253,7 @@ class VerifiedExample(Base):
 
 class RunRow(Base):
     """A recorded graph run (the run viewer): the columns its list filters on, and the whole
-    record (`datawell.client.models.RunRecord`) as JSON. Kept `run_retention_days`."""
+    record (`datawell.client.run_records.RunRecord`) as JSON. Kept `run_retention_days`."""
 
     __tablename__ = "run_records"
     __table_args__ = (Index("ix_run_records_user_started", "user_id", "started_at"),)

@@ -168,5 +168,5 @@ def test_the_client_imports_nothing_of_the_server() -> None:
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert eval(loaded) == sorted(
         ["datawell", "datawell.client"]
-        + [f"datawell.client.{m}" for m in ("aio", "calls", "errors", "models", "operations", "streams", "sync")]
+        + [f"datawell.client.{m}" for m in ("aio", "calls", "errors", "models", "operations", "run_records", "streams", "sync")]
     )

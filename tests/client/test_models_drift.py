@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from datawell.api import system
 from datawell.app import API_ROUTERS, create_app
-from datawell.client import models
+from datawell.client import models, run_records
 from datawell.client.calls import Call, operation
 from datawell.client.operations import Operations
 from datawell.config import Settings
@@ -65,15 +65,15 @@ MIRRORS: dict[type[BaseModel], str] = {
     models.Mark: "MarkResponse",
     models.Agent: "AgentListItem",
     models.Health: "Health",
-    models.RunSummary: "RunSummary",
-    models.RunList: "RunList",
-    models.RunRecord: "RunRecord",
-    models.StageRecord: "StageRecord",
-    models.ModelCallRecord: "ModelCallRecord",
-    models.PromptMessage: "PromptMessage",
-    models.QueryRecord: "QueryRecord",
+    run_records.RunSummary: "RunSummary",
+    run_records.RunList: "RunList",
+    run_records.RunRecord: "RunRecord",
+    run_records.StageRecord: "StageRecord",
+    run_records.ModelCallRecord: "ModelCallRecord",
+    run_records.PromptMessage: "PromptMessage",
+    run_records.QueryRecord: "QueryRecord",
     models.QueryChange: "QueryChange",
-    models.RewriteRecord: "RewriteRecord",
+    run_records.RewriteRecord: "RewriteRecord",
 }
 # Client models that mirror no schema, and why.
 CLIENT_ONLY: dict[type[BaseModel], str] = {
@@ -224,8 +224,9 @@ def test_a_client_model_has_the_fields_and_types_of_its_schema(model: type[BaseM
 def test_every_client_model_mirrors_a_schema_or_says_why_not() -> None:
     declared = {
         value
-        for value in vars(models).values()
-        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == models.__name__
+        for module in (models, run_records)
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == module.__name__
     }
     assert declared == MIRRORS.keys() | CLIENT_ONLY.keys()
 
@@ -297,7 +298,7 @@ def test_every_answer_is_a_client_wire_model(op: Any) -> None:
 
 
 def declared_elsewhere(response: Any) -> set[str]:
-    return {model.__module__ for model in answered_models(response)} - {models.__name__}
+    return {model.__module__ for model in answered_models(response)} - {models.__name__, run_records.__name__}
 
 
 def test_an_answer_declared_on_the_server_is_seen() -> None:
