@@ -120,7 +120,8 @@ def _no_nul(node: Any) -> None:
                     item["pattern"] = NO_NUL
             if "object" in types:
                 item.setdefault("propertyNames", {"pattern": NO_NUL})
-                if _free_form(item.get("additionalProperties")):
+                # unstated additional properties take any value: say "any value without a NUL"
+                if _free_form(item.get("additionalProperties", True)):
                     item["additionalProperties"] = JSON_VALUE_REF
             if _free_form(item.get("items")):
                 item["items"] = JSON_VALUE_REF

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+import jsonschema
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -244,3 +245,20 @@ def test_mcp_answers_as_documented(case: schemathesis.Case, account: Account) ->
 @pytest.mark.postgres
 def test_mcp_answers_as_documented_on_postgresql(case: schemathesis.Case, pg_account: Account) -> None:
     case.call_and_validate(headers=signed_in(case, pg_account))
+
+
+def test_the_document_refuses_a_nul_in_a_key_of_an_open_object_at_any_depth() -> None:
+    """The fuzzer sent an MCP call whose params held an unstated property, itself an object with
+    a NUL in a key: the document allowed it (params left additional properties unstated, so any
+    value) and the service refused it with 422. An unstated `additionalProperties` now says what
+    routing takes: any JSON without a NUL."""
+    body_schema = DOCUMENT["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft202012Validator({**body_schema, "components": DOCUMENT["components"]})
+
+    def call(extra_key: str) -> dict[str, Any]:
+        arguments = {"question": "How many orders?", "namespace": "shop"}
+        params = {"name": "ask_nl2ql", "arguments": arguments, "extra": {extra_key: ["x"]}}
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+    assert validator.is_valid(call("plain"))
+    assert not validator.is_valid(call("nu\u0000l"))
