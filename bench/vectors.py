@@ -1,14 +1,17 @@
 """The embedded vector index (and pgvector) against exact search (NumPy) in the same run: build rate, recall@10,
 query time with the dataset filter, the memory a reopened index adds and the time it takes.
 
-    python bench/vectors.py --rows 1000000
+    python -m bench.vectors --rows 1000000
+    python -m bench.vectors --rows 1000000 --widths 512,2048   # recall and time at other search widths too
 
 The vectors are synthetic, of the default embedder's 384 dimensions and shaped like text
 embeddings (clusters, a low-dimensional spread around them, a direction they all share);
 the store is written as ingestion writes it (batches of 512 through `upsert`, then `flush`).
 Beside the big dataset, a second one of 1% of its size is searched too: each dataset's
 search opens only its own index. The reopened index is measured in a child process, so the
-vectors this process made are not counted in its memory.
+vectors this process made are not counted in its memory: its growth in all (`rss_growth_mb`),
+its own (`rss_anon_growth_mb`) and the mapped index's pages the searches visited
+(`rss_file_growth_mb`: the kernel's page cache, dropped under pressure).
 
 With `--pgvector URL` (a PostgreSQL with pgvector, `postgresql+asyncpg://…/db`, or `pgserver`:
 a throwaway cluster of the pgserver wheel, tests/pgvector_server.py) the same vectors and
@@ -33,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import sqlalchemy as sa
 
+from datawell.storage import vector_index
 from datawell.storage.db import create_engine
 from datawell.storage.pgvector import PgVectorStore, enable_pgvector
 from datawell.storage.vector_index import EmbeddedVectorStore
@@ -51,9 +55,12 @@ def vectors(rng: np.random.Generator, count: int, centers: np.ndarray, basis: np
     return made / np.linalg.norm(made, axis=1, keepdims=True)
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident memory (`VmRSS`), or a part of it: `RssAnon` (its own, what the
+    kernel cannot take back) or `RssFile` (pages of mapped files, such as a viewed index, which
+    the kernel drops under pressure and reads again when a search visits them)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -83,13 +90,20 @@ async def write(store: EmbeddedVectorStore | PgVectorStore, datasets: dict[str, 
     return figures
 
 
-async def query(folder: Path, work: Path) -> dict[str, float]:
-    """In the child: open the saved index, search each dataset, report time, recall and memory."""
-    before = rss_mb()
+async def query(folder: Path, work: Path, widths: list[int]) -> dict[str, float]:
+    """In the child: open the saved index, search each dataset, report time, recall and memory;
+    then again at each further search width (usearch's expansion), its figures suffixed `@width`."""
+    before = {part: rss_mb(part) for part in ("VmRSS", "RssAnon", "RssFile")}
     started = time.perf_counter()
     store = EmbeddedVectorStore(DIMENSION, folder)
     figures = await search(store, work, started)
-    figures["rss_growth_mb"] = rss_mb() - before
+    figures["rss_growth_mb"] = rss_mb() - before["VmRSS"]
+    figures["rss_anon_growth_mb"] = rss_mb("RssAnon") - before["RssAnon"]
+    figures["rss_file_growth_mb"] = rss_mb("RssFile") - before["RssFile"]
+    for width in widths:
+        vector_index.EXPANSION_SEARCH = width
+        wider = await search(store, work, time.perf_counter())
+        figures |= {f"{key}@{width}": value for key, value in wider.items() if key != "open_s"}
     await store.close()
     return figures
 
@@ -153,10 +167,16 @@ def main() -> None:
     parser.add_argument(
         "--pgvector", default=None, help="a PostgreSQL with pgvector (an asyncpg URL), or `pgserver`: measured too"
     )
+    parser.add_argument(
+        "--widths",
+        default="",
+        help="further search widths to measure the embedded index at, e.g. 512,1024 (default: only the store's own)",
+    )
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(query(args.folder, args.child))))
+        widths = [int(w) for w in args.widths.split(",") if w]
+        print(json.dumps(asyncio.run(query(args.folder, args.child, widths))))
         return
     print(f"uptime before: {uptime()}")
     rng = np.random.default_rng(48)
@@ -184,7 +204,7 @@ def main() -> None:
         if server:
             print(f"uptime after pgvector: {uptime()}")
         del datasets
-        child = [sys.executable, __file__, "--folder", str(folder), "--child", str(work)]
+        child = [sys.executable, __file__, "--folder", str(folder), "--child", str(work), "--widths", args.widths]
         searched = json.loads(subprocess.run(child, capture_output=True, text=True, check=True).stdout)
         print(f"uptime after searching: {uptime()}")
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
