@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from typing import Any, Literal
@@ -54,6 +55,9 @@ def build_openapi(mounted: list[tuple[str, list[Operation]]], auth_url: str) -> 
     for prefix, ops in mounted:
         for op in ops:
             paths.setdefault(prefix + op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
+    # Operations hold module-level schemas (MCP's body, header schemas): mark a copy, or a second
+    # app in one process would mark them again (a `not NUL` on an id that may be an integer).
+    paths = copy.deepcopy(paths)
     _no_nul(schemas)
     _no_nul(
         [p for ops in paths.values() for op in ops.values() for p in op.get("parameters", []) if p["in"] != "header"]

@@ -7,6 +7,7 @@ tool with its own arguments). Bounded examples keep it to about a minute per sto
 from __future__ import annotations
 
 import asyncio
+import copy
 import shutil
 import tempfile
 import uuid
@@ -117,6 +118,8 @@ async def drop_database(url: str) -> None:
 APP = FreshApp(None)
 PG_APP = FreshApp(postgres_database()) if POSTGRES_URL else None
 DOCUMENT = APP.app.state.openapi
+# The document as built, copied before schemathesis is given it to fuzz from.
+PUBLISHED = copy.deepcopy(DOCUMENT)
 NEEDS_MODEL = [
     op["operationId"] for ops in DOCUMENT["paths"].values() for op in ops.values() if "502" in op["responses"]
 ]
@@ -252,8 +255,8 @@ def test_the_document_refuses_a_nul_in_a_key_of_an_open_object_at_any_depth() ->
     a NUL in a key: the document allowed it (params left additional properties unstated, so any
     value) and the service refused it with 422. An unstated `additionalProperties` now says what
     routing takes: any JSON without a NUL."""
-    body_schema = DOCUMENT["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    validator = jsonschema.Draft202012Validator({**body_schema, "components": DOCUMENT["components"]})
+    body_schema = PUBLISHED["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft202012Validator({**body_schema, "components": PUBLISHED["components"]})
 
     def call(extra_key: str) -> dict[str, Any]:
         arguments = {"question": "How many orders?", "namespace": "shop"}
@@ -262,3 +265,13 @@ def test_the_document_refuses_a_nul_in_a_key_of_an_open_object_at_any_depth() ->
 
     assert validator.is_valid(call("plain"))
     assert not validator.is_valid(call("nu\u0000l"))
+
+
+def test_a_second_app_in_the_process_publishes_the_same_document() -> None:
+    """Building the document marked module-level schemas (MCP's body) in place, so a second app
+    marked them again: an MCP request's integer id became invalid in every app's document."""
+    document = FreshApp(None).app.state.openapi
+    assert document == PUBLISHED
+    body_schema = document["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    validator = jsonschema.Draft202012Validator({**body_schema, "components": document["components"]})
+    assert validator.is_valid({"jsonrpc": "2.0", "id": 7, "method": "ping"})
