@@ -10,13 +10,11 @@ import time
 import numpy as np
 from usearch.index import Index
 
-from bench.vectors import DIMENSION, vectors
+from bench.vectors import DIMENSION, shape, vectors
 
 ROWS, BATCH, QUERIES = 1_000_000, 512, 200
 rng = np.random.default_rng(48)
-centers = rng.standard_normal((2000, DIMENSION), dtype=np.float32) * 0.5 + rng.standard_normal(DIMENSION) * 2
-basis = rng.standard_normal((32, DIMENSION), dtype=np.float32) / 4
-matrix = vectors(rng, ROWS, centers, basis)
+matrix = vectors(rng, ROWS, *shape(rng))
 for expansion_add in (48, 64):
     index = Index(
         ndim=DIMENSION, metric="cos", dtype="f16", connectivity=16, expansion_add=expansion_add, expansion_search=256

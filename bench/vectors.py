@@ -48,6 +48,13 @@ QUERIES = 200
 K = 10
 
 
+def shape(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The clusters' centers (sharing one direction) and the low-dimensional spread around them."""
+    centers = rng.standard_normal((2000, DIMENSION), dtype=np.float32) * 0.5 + rng.standard_normal(DIMENSION) * 2
+    basis = rng.standard_normal((32, DIMENSION), dtype=np.float32) / 4
+    return centers, basis
+
+
 def vectors(rng: np.random.Generator, count: int, centers: np.ndarray, basis: np.ndarray) -> np.ndarray:
     spread = rng.standard_normal((count, basis.shape[0]), dtype=np.float32) @ basis
     noise = 0.05 * rng.standard_normal((count, DIMENSION), dtype=np.float32)
@@ -55,14 +62,19 @@ def vectors(rng: np.random.Generator, count: int, centers: np.ndarray, basis: np
     return made / np.linalg.norm(made, axis=1, keepdims=True)
 
 
-def rss_mb(field: str = "VmRSS") -> float:
-    """This process's resident memory (`VmRSS`), or a part of it: `RssAnon` (its own, what the
-    kernel cannot take back) or `RssFile` (pages of mapped files, such as a viewed index, which
-    the kernel drops under pressure and reads again when a search visits them)."""
+RESIDENT = {"VmRSS": "rss", "RssAnon": "rss_anon", "RssFile": "rss_file"}
+
+
+def resident_mb() -> dict[str, float]:
+    """This process's resident memory (`rss`) and its parts: `rss_anon` (its own, what the
+    kernel cannot take back) and `rss_file` (pages of mapped files, such as a viewed index,
+    which the kernel drops under pressure and reads again when a search visits them)."""
+    found = {}
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+        field, _, value = line.partition(":")
+        if field in RESIDENT:
+            found[RESIDENT[field]] = int(value.split()[0]) / 1024
+    return found
 
 
 def uptime() -> str:
@@ -93,13 +105,11 @@ async def write(store: EmbeddedVectorStore | PgVectorStore, datasets: dict[str, 
 async def query(folder: Path, work: Path, widths: list[int]) -> dict[str, float]:
     """In the child: open the saved index, search each dataset, report time, recall and memory;
     then again at each further search width (usearch's expansion), its figures suffixed `@width`."""
-    before = {part: rss_mb(part) for part in ("VmRSS", "RssAnon", "RssFile")}
+    before = resident_mb()
     started = time.perf_counter()
     store = EmbeddedVectorStore(DIMENSION, folder)
     figures = await search(store, work, started)
-    figures["rss_growth_mb"] = rss_mb() - before["VmRSS"]
-    figures["rss_anon_growth_mb"] = rss_mb("RssAnon") - before["RssAnon"]
-    figures["rss_file_growth_mb"] = rss_mb("RssFile") - before["RssFile"]
+    figures |= {f"{part}_growth_mb": mb - before[part] for part, mb in resident_mb().items()}
     for width in widths:
         vector_index.EXPANSION_SEARCH = width
         wider = await search(store, work, time.perf_counter())
@@ -180,8 +190,7 @@ def main() -> None:
         return
     print(f"uptime before: {uptime()}")
     rng = np.random.default_rng(48)
-    centers = rng.standard_normal((2000, DIMENSION), dtype=np.float32) * 0.5 + rng.standard_normal(DIMENSION) * 2
-    basis = rng.standard_normal((32, DIMENSION), dtype=np.float32) / 4
+    centers, basis = shape(rng)
     datasets = {"big": vectors(rng, args.rows, centers, basis), "small": vectors(rng, args.rows // 100, centers, basis)}
     folder = args.folder or Path(tempfile.mkdtemp(prefix="datawell-vectors-", dir="/tmp"))
     work = Path(tempfile.mkdtemp(prefix="datawell-vectors-work-", dir="/tmp"))

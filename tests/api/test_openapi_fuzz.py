@@ -255,8 +255,7 @@ def test_the_document_refuses_a_nul_in_a_key_of_an_open_object_at_any_depth() ->
     a NUL in a key: the document allowed it (params left additional properties unstated, so any
     value) and the service refused it with 422. An unstated `additionalProperties` now says what
     routing takes: any JSON without a NUL."""
-    body_schema = PUBLISHED["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    validator = jsonschema.Draft202012Validator({**body_schema, "components": PUBLISHED["components"]})
+    validator = mcp_body_validator(PUBLISHED)
 
     def call(extra_key: str) -> dict[str, Any]:
         arguments = {"question": "How many orders?", "namespace": "shop"}
@@ -272,6 +271,11 @@ def test_a_second_app_in_the_process_publishes_the_same_document() -> None:
     marked them again: an MCP request's integer id became invalid in every app's document."""
     document = FreshApp(None).app.state.openapi
     assert document == PUBLISHED
-    body_schema = document["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    validator = jsonschema.Draft202012Validator({**body_schema, "components": document["components"]})
+    validator = mcp_body_validator(document)
     assert validator.is_valid({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+
+
+def mcp_body_validator(document: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """What `document` says a POST to the MCP endpoint may carry."""
+    body_schema = document["paths"]["/api/v1/mcp"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return jsonschema.Draft202012Validator({**body_schema, "components": document["components"]})
