@@ -29,11 +29,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from datawell.storage.vector_index import CONNECTIVITY, EXPANSION_ADD, EXPANSION_SEARCH
 from datawell.storage.vectors import Hit, Point, stored_name
 
 log = logging.getLogger(__name__)
-MAX_EF_SEARCH = 1000  # pgvector's upper bound of hnsw.ef_search: an HNSW scan returns at most this many
+# The HNSW graph's shape, as the embedded index's was when both were measured (docs/decisions.md,
+# issue 48). pgvector keeps single-precision vectors and orders by them: no re-ranking step, so
+# its graph and search keep the wider widths the embedded index had before it went to 8 bits.
+CONNECTIVITY = 16  # m: neighbours per node
+EF_CONSTRUCTION = 64  # candidates kept while linking a new vector
+EF_SEARCH = 1000  # hnsw.ef_search: candidates kept while searching, pgvector's upper bound
 WRITE_CHUNK = 1000  # points per INSERT statement (five parameters each, under asyncpg's 32,767)
 
 
@@ -101,7 +105,7 @@ class PgVectorStore:
             await connection.run_sync(table.create, checkfirst=True)
             await connection.exec_driver_sql(
                 f'CREATE INDEX IF NOT EXISTS "{table.name}_hnsw" ON "{table.name}" USING hnsw '
-                f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EXPANSION_ADD})"
+                f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EF_CONSTRUCTION})"
             )
             await connection.exec_driver_sql(
                 f'CREATE INDEX IF NOT EXISTS "{table.name}_attempt" ON "{table.name}" (dataset_id, ingestion_id)'
@@ -163,7 +167,7 @@ class PgVectorStore:
             # Candidates the HNSW scan keeps (it returns no more than this many points); and a
             # plan made for this vector and limit each time: a prepared statement's generic plan
             # guesses the limit (a tenth of the rows) and may prefer sorting the whole partition.
-            ef_search = min(max(EXPANSION_SEARCH, limit), MAX_EF_SEARCH)
+            ef_search = EF_SEARCH  # at its bound: the widest search, the most candidates
             await connection.execute(
                 sa.select(
                     sa.func.set_config("hnsw.ef_search", str(ef_search), True),

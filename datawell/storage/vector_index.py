@@ -5,8 +5,11 @@
 leaves each batch wholly there or wholly absent. Beside it, one HNSW index per collection
 and dataset (usearch) answers searches: a search opens only the index of the dataset it was
 asked about, so the dataset filter is the choice of file, inside the search, and one
-tenant's top-k is never cut by, and never reads, another's vectors. Payload filters of
-`nearest` (field vectors, a few hundred a dataset) run in the record's SQL, then exactly.
+tenant's top-k is never cut by, and never reads, another's vectors. The index holds its
+vectors in 8 bits (a quarter of single precision: a smaller file to visit, a faster build);
+a search takes its RERANK nearest there and orders them by their exact cosine to the
+question, from the record's vectors. Payload filters of `nearest` (field vectors, a few
+hundred a dataset) run in the record's SQL, then exactly.
 
 An index file is a copy that may lag the record: it is saved when a batch of writes ends
 (`flush`), on close, and every SAVE_EVERY additions, and the record keeps how many points and
@@ -36,8 +39,11 @@ from datawell.storage.vectors import Hit, Point, stored_name
 
 SAVE_EVERY = 100_000  # additions to one index between saves: what a crash makes the next open redo
 CONNECTIVITY = 16  # HNSW neighbours per node: recall against the graph's memory (64 bytes a vector)
-EXPANSION_ADD = 64  # candidates kept while linking a new vector: build rate against the graph's quality
-EXPANSION_SEARCH = 1024  # candidates kept while searching: recall@10 0.977 at 1,000,000 vectors (bench/vectors.py)
+# Measured at 1,000,000 vectors on the idle machine (docs/decisions.md, "Issue 48: an 8-bit index"):
+INDEX_DTYPE = "i8"  # the index's copy of a vector: 4,783 vectors/s to build where half precision took 1,731
+RERANK = 40  # the index's nearest a search re-orders by exact cosine from the record (at least 4 times its limit)
+EXPANSION_ADD = 32  # candidates kept while linking a new vector: build rate against the graph's quality
+EXPANSION_SEARCH = 2048  # candidates kept while searching: recall@10 0.984 at 1,000,000 (0.965 at 1024)
 READ_CHUNK = 20_000  # record rows read at a time when an index is built or mended
 
 SCHEMA = """
@@ -190,15 +196,20 @@ class EmbeddedVectorStore:
         index = self._index(name, dataset_id, mutable=False).index
         if len(index) == 0:
             return []
-        index.expansion_search = max(EXPANSION_SEARCH, limit)  # type: ignore[misc]  # usearch types no setter
-        found = index.search(np.asarray(vector, dtype=np.float32), min(limit, len(index)))
-        scores = {int(k): 1.0 - float(d) for k, d in zip(found.keys, found.distances, strict=True)}
-        hits = []
-        for chunk in _chunks(list(scores), 500):
-            query = f"SELECT key, id, payload FROM points WHERE key IN ({_marks(chunk)})"
-            for key, point_id, payload in self.db.execute(query, chunk):
-                hits.append(Hit(point_id, scores[key], {**json.loads(payload), "dataset_id": dataset_id}))
-        return sorted(hits, key=lambda h: -h.score)
+        candidates = min(max(RERANK, 4 * limit), len(index))
+        index.expansion_search = max(EXPANSION_SEARCH, candidates)  # type: ignore[misc]  # usearch types no setter
+        question = np.asarray(vector, dtype=np.float32)
+        keys = [int(k) for k in index.search(question, candidates).keys]
+        rows = [
+            row
+            for chunk in _chunks(keys, 500)
+            for row in self.db.execute(f"SELECT id, payload, vector FROM points WHERE key IN ({_marks(chunk)})", chunk)
+        ]
+        if not rows:
+            return []
+        scores = _cosines(_matrix([r[2] for r in rows]), question)
+        best = np.argsort(-scores, kind="stable")[:limit]
+        return [Hit(rows[i][0], float(scores[i]), {**json.loads(rows[i][1]), "dataset_id": dataset_id}) for i in best]
 
     def _nearest(
         self, name: str, vector: Sequence[float], limit: int, match: dict[str, str], exclude: dict[str, str]
@@ -214,8 +225,7 @@ class EmbeddedVectorStore:
         rows = self.db.execute(query, values).fetchall()
         if not rows:
             return []
-        matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float16).reshape(len(rows), -1)
-        scores = _cosines(matrix.astype(np.float32), np.asarray(vector, dtype=np.float32))
+        scores = _cosines(_matrix([r[3] for r in rows]), np.asarray(vector, dtype=np.float32))
         best = np.argsort(-scores, kind="stable")[:limit]
         return [Hit(rows[i][0], float(scores[i]), {**json.loads(rows[i][2]), "dataset_id": rows[i][1]}) for i in best]
 
@@ -252,7 +262,7 @@ class EmbeddedVectorStore:
         return Index(
             ndim=self.dimension,
             metric="cos",
-            dtype="f16",
+            dtype=INDEX_DTYPE,
             connectivity=CONNECTIVITY,
             expansion_add=EXPANSION_ADD,
             expansion_search=EXPANSION_SEARCH,
@@ -300,8 +310,7 @@ class EmbeddedVectorStore:
         missing = np.setdiff1d(recorded, held)
         for chunk in _chunks(missing.tolist(), READ_CHUNK):
             rows = self.db.execute(f"SELECT key, vector FROM points WHERE key IN ({_marks(chunk)})", chunk).fetchall()
-            vectors = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float16).reshape(len(rows), -1)
-            index.add(np.asarray([k for k, _ in rows], dtype=np.uint64), vectors.astype(np.float32), threads=0)
+            index.add(np.asarray([k for k, _ in rows], dtype=np.uint64), _matrix([v for _, v in rows]), threads=0)
         opened = _Opened(index, mutable=True, unsaved=len(gone) + len(missing))
         if opened.unsaved:
             self._save(name, dataset_id, opened)
@@ -352,6 +361,11 @@ def _column(key: str) -> str:
     if not key.isidentifier():
         raise ValueError(f"payload key {key!r}")
     return f"json_extract(payload, '$.{key}')"
+
+
+def _matrix(stored: Sequence[bytes]) -> np.ndarray:
+    """The record's half-precision vectors, one a row, in single precision."""
+    return np.frombuffer(b"".join(stored), dtype=np.float16).reshape(len(stored), -1).astype(np.float32)
 
 
 def _cosines(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from usearch.index import ScalarKind
 
 from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
@@ -194,6 +195,46 @@ async def test_a_closed_index_reopens_from_its_file_and_a_lagging_one_is_mended(
     assert sorted(h.payload["text"] for h in hits[:2]) == ["blue sky", "row 7 again"]
     assert "row 7 apple" not in [h.payload["text"] for h in await store.search(ROWS, "a", written[7].vector, 60)]
     assert await store.count(ROWS, "a") == 51
+    await store.close()
+
+
+async def test_a_search_orders_the_indexs_nearest_by_their_exact_cosine(tmp_path: Path) -> None:
+    """The index keeps vectors in 8 bits; the hits and their scores are the record's exact cosines.
+    The points differ from each other by less than 8 bits tell apart (one shared direction)."""
+    rng = np.random.default_rng(7)
+    shared = rng.standard_normal(DIMENSION)
+    matrix = shared * 6 + rng.standard_normal((300, DIMENSION))
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    await store.upsert(ROWS, "a", [Point(str(i), v.tolist(), {}) for i, v in enumerate(matrix)])
+    question = shared * 6 + rng.standard_normal(DIMENSION)
+    hits = await store.search(ROWS, "a", question.tolist(), limit=10)
+    stored = matrix.astype(np.float16).astype(np.float64)
+    exact = stored @ question / (np.linalg.norm(stored, axis=1) * np.linalg.norm(question))
+    assert [h.id for h in hits] == [str(i) for i in np.argsort(-exact)[:10]]
+    assert [h.score for h in hits] == pytest.approx(sorted(exact, reverse=True)[:10], abs=1e-5)
+    await store.close()
+
+
+async def test_an_index_saved_in_half_precision_by_an_earlier_release_is_searched_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("datawell.storage.vector_index.INDEX_DTYPE", "f16")
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    written = await points([f"row {i} pear" for i in range(40)])
+    await store.upsert(ROWS, "a", written)
+    await store.close()
+    monkeypatch.undo()
+
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    hits = await store.search(ROWS, "a", written[3].vector, limit=1)
+    assert [h.payload["text"] for h in hits] == ["row 3 pear"]
+    assert store._open[(ROWS, "a")].index.dtype == ScalarKind.F16
+    await store.upsert(ROWS, "a", await points(["row 40 pear"]))  # written to as it is, not rebuilt
+    await store.close()
+    store = EmbeddedVectorStore(DIMENSION, tmp_path)
+    assert await store.count(ROWS, "a") == 41
+    hits = await store.search(ROWS, "a", written[5].vector, limit=1)
+    assert [h.payload["text"] for h in hits] == ["row 5 pear"]
     await store.close()
 
 
