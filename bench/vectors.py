@@ -37,10 +37,9 @@ from pathlib import Path
 import numpy as np
 import sqlalchemy as sa
 
-from datawell.storage import pgvector as pgvector_store
 from datawell.storage import vector_index
 from datawell.storage.db import create_engine
-from datawell.storage.pgvector import PgVectorStore, enable_pgvector
+from datawell.storage.pgvector import PgVectorStore, create_hnsw_index, enable_pgvector, hnsw_index
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import ROWS, Point
 
@@ -156,17 +155,14 @@ async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, *, 
         if bulk:  # the store makes the table and its index; the index goes until the rows are in
             await store.upsert(ROWS, "big", [Point(str(uuid.UUID(int=0)), datasets["big"][0].tolist(), {})])
             async with engine.begin() as connection:
-                await connection.exec_driver_sql(f'DROP INDEX "{table}_hnsw"')
+                await connection.exec_driver_sql(f'DROP INDEX "{hnsw_index(table)}"')
                 await connection.exec_driver_sql(f"DELETE FROM \"{table}\" WHERE id = '{uuid.UUID(int=0)}'")
         figures = await write(store, datasets)
         if bulk:
             started = time.perf_counter()
             async with engine.begin() as connection:
                 await connection.exec_driver_sql("SET maintenance_work_mem = '4GB'")
-                await connection.exec_driver_sql(
-                    f'CREATE INDEX "{table}_hnsw" ON "{table}" USING hnsw (embedding vector_cosine_ops) '
-                    f"WITH (m = {pgvector_store.CONNECTIVITY}, ef_construction = {pgvector_store.EF_CONSTRUCTION})"
-                )
+                await connection.exec_driver_sql(create_hnsw_index(table))
             figures["index_s"] = time.perf_counter() - started
         figures |= await search(store, work, time.perf_counter())
         async with engine.connect() as connection:

@@ -41,6 +41,18 @@ EF_SEARCH = 1000  # hnsw.ef_search: candidates kept while searching, pgvector's 
 WRITE_CHUNK = 1000  # points per INSERT statement (five parameters each, under asyncpg's 32,767)
 
 
+def hnsw_index(table: str) -> str:
+    """The name of a collection's table's HNSW index (declared on the table: each partition has its own)."""
+    return f"{table}_hnsw"
+
+
+def create_hnsw_index(table: str) -> str:
+    return (
+        f'CREATE INDEX IF NOT EXISTS "{hnsw_index(table)}" ON "{table}" USING hnsw '
+        f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EF_CONSTRUCTION})"
+    )
+
+
 async def enable_pgvector(engine: AsyncEngine) -> str | None:
     """Make sure the database has the `vector` extension (created when the server offers it);
     None when it has, else why it cannot have it."""
@@ -103,10 +115,7 @@ class PgVectorStore:
         await connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(table.name))))
         if not await self._exists(connection, table):
             await connection.run_sync(table.create, checkfirst=True)
-            await connection.exec_driver_sql(
-                f'CREATE INDEX IF NOT EXISTS "{table.name}_hnsw" ON "{table.name}" USING hnsw '
-                f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EF_CONSTRUCTION})"
-            )
+            await connection.exec_driver_sql(create_hnsw_index(table.name))
             await connection.exec_driver_sql(
                 f'CREATE INDEX IF NOT EXISTS "{table.name}_attempt" ON "{table.name}" (dataset_id, ingestion_id)'
             )
@@ -167,10 +176,9 @@ class PgVectorStore:
             # Candidates the HNSW scan keeps (it returns no more than this many points); and a
             # plan made for this vector and limit each time: a prepared statement's generic plan
             # guesses the limit (a tenth of the rows) and may prefer sorting the whole partition.
-            ef_search = EF_SEARCH  # at its bound: the widest search, the most candidates
             await connection.execute(
                 sa.select(
-                    sa.func.set_config("hnsw.ef_search", str(ef_search), True),
+                    sa.func.set_config("hnsw.ef_search", str(EF_SEARCH), True),
                     sa.func.set_config("plan_cache_mode", "force_custom_plan", True),
                 )
             )
