@@ -223,6 +223,36 @@ def bench_embedder(embed: str, models: Path) -> Any:
     return HashingEmbedder()
 
 
+LATER_ROWS = 10_000  # the dataset ingested after the measured one, whose rows semantic() must cover too
+
+
+async def coverage(services: Any, dataset: Any, rows: int) -> str:
+    """How many of `dataset`'s rows semantic() can find: the vectors the store holds for it,
+    and whether its first and last rows' own texts find them first."""
+    import sqlalchemy as sa
+
+    from datawell.ingest.embedding import row_text
+    from datawell.storage.row_tables import dataset_columns
+    from datawell.storage.vectors import ROWS
+
+    held = await services.vectors.count(ROWS, dataset.id)
+    fields = [f for f, kind in dataset_columns(dataset).items() if kind == "text"]
+    table = services.rows.table(dataset)
+    found = 0
+    async with services.rows.engine.connect() as connection:
+        for order in (table.c["__id"], table.c["__id"].desc()):
+            row = (
+                await connection.execute(
+                    sa.select(table.c["__id"], *(table.c[f] for f in fields)).order_by(order).limit(1)
+                )
+            ).one()
+            text = row_text(fields, tuple(row[1:]), services.settings.ingest_embed_text_chars)
+            (vector,) = await services.embedder.embed([text])
+            hits = await services.vectors.search(ROWS, dataset.id, vector, 1)
+            found += bool(hits) and hits[0].id == row[0]
+    return f"semantic() covers {held:,} of {rows:,} rows; its first and last rows found by their text: {found} of 2"
+
+
 async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres: str) -> Result:
     import shutil
 
@@ -237,7 +267,7 @@ async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres
     from datawell.storage import access
     from datawell.storage.datasets import create_dataset
     from datawell.storage.ingestions import enqueue
-    from datawell.storage.tables import Ingestion
+    from datawell.storage.tables import Dataset, Ingestion
     from datawell.storage.users import create_user
 
     shutil.rmtree(folder / "datawell", ignore_errors=True)
@@ -267,27 +297,38 @@ async def _datawell(path: Path, folder: Path, embed: str, models: Path, postgres
     worker = Worker(services, "bench")
     await worker.run_once()
     try:
-        key = "bench/orders.csv"
-        size = path.stat().st_size
-        await services.objects.put(key, path.read_bytes())
         async with services.db.session() as session:
             user = await create_user(session, "bench")
             namespace = await access.ensure_namespace(session, user, "shop")
-            dataset = (await create_dataset(session, namespace, "orders", "Web shop orders", SCHEMA, user)).record
-            attempt = await enqueue(session, dataset, key, "orders.csv", size, user)
+
+        async def ingest(name: str, source: Path) -> tuple[Dataset, int]:
+            """One dataset of `source`, ingested by the worker; it and its rows."""
+            key = f"bench/{name}.csv"
+            await services.objects.put(key, source.read_bytes())
+            async with services.db.session() as session:
+                dataset = (await create_dataset(session, namespace, name, "Web shop orders", SCHEMA, user)).record
+                attempt = await enqueue(session, dataset, key, f"{name}.csv", source.stat().st_size, user)
+            await worker.run_once()
+            async with services.db.session() as session:
+                done = await session.get_one(Ingestion, attempt.id)
+                if done.status != "SUCCEEDED":
+                    raise RuntimeError(f"ingestion ended {done.status}: {done.status_message}")
+            async with services.rows.engine.connect() as connection:
+                table = services.rows.table(dataset)
+                count = (await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one()
+            return dataset, count
+
         baseline = peak_rss_mb()
         started = time.perf_counter()
-        await worker.run_once()
+        dataset, count = await ingest("orders", path)
         finished = time.perf_counter()
-        elapsed = finished - started
-        async with services.db.session() as session:
-            done = await session.get_one(Ingestion, attempt.id)
-            if done.status != "SUCCEEDED":
-                raise RuntimeError(f"ingestion ended {done.status}: {done.status_message}")
-        async with services.rows.engine.connect() as connection:
-            table = services.rows.table(dataset)
-            count = (await connection.execute(sa.select(sa.func.count()).select_from(table))).scalar_one()
-        return count, elapsed, peak_rss_mb(), peak_rss_mb() - baseline, embedder.note(finished)
+        rss, note = peak_rss_mb(), embedder.note(finished)
+        if embed:  # every row searchable, and a dataset ingested after it too (issue 48)
+            later = path.with_name("later.csv")
+            write_csv(later, LATER_ROWS, seed=8)
+            note += "; " + await coverage(services, dataset, count)
+            note += "; a second dataset after it: " + await coverage(services, *(await ingest("later", later)))
+        return count, finished - started, rss, rss - baseline, note
     finally:
         await services.close()
         if postgres:

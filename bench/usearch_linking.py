@@ -7,7 +7,9 @@ idle machine, nothing else running (docs/bench/usearch-*.txt):
 
     .venv/bin/python -m bench.usearch_linking                                  # 2026-12-06, f16
     .venv/bin/python -m bench.usearch_linking --dtypes i8 --expansion-add 64,32,24 \\
-        --widths 512,1024,2048 --rerank 40                                     # 2026-12-06, i8"""
+        --widths 512,1024,2048 --rerank 40                                     # 2026-12-06, i8
+    .venv/bin/python -m bench.usearch_linking --dtypes i8 --connectivity 12,16 --expansion-add 32 \\
+        --widths 2048 --rerank 40                                              # 2026-12-06 evening"""
 
 import argparse
 import time
@@ -24,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dtypes", default="f16")
+    parser.add_argument("--connectivity", default="16", help="HNSW neighbours per node, e.g. 12,16")
     parser.add_argument("--expansion-add", default="48,64")
     parser.add_argument("--widths", default="256")
     parser.add_argument("--rerank", type=int, default=0, help="candidates re-ordered exactly (0: none)")
@@ -33,9 +36,14 @@ def main() -> None:
     copies = matrix.astype(np.float16)
     questions = matrix[:QUERIES] + 0.05 * rng.standard_normal((QUERIES, DIMENSION), dtype=np.float32)
     truth = [set(np.argpartition(-(matrix @ q), 10)[:10].tolist()) for q in questions]
+    graphs = [
+        (c, e) for c in map(int, options.connectivity.split(",")) for e in map(int, options.expansion_add.split(","))
+    ]
     for dtype in options.dtypes.split(","):
-        for expansion_add in map(int, options.expansion_add.split(",")):
-            index = Index(ndim=DIMENSION, metric="cos", dtype=dtype, connectivity=16, expansion_add=expansion_add)
+        for connectivity, expansion_add in graphs:
+            index = Index(
+                ndim=DIMENSION, metric="cos", dtype=dtype, connectivity=connectivity, expansion_add=expansion_add
+            )
             started = time.perf_counter()
             for start in range(0, options.rows, BATCH):
                 keys = np.arange(start, min(start + BATCH, options.rows), dtype=np.uint64)
@@ -53,7 +61,8 @@ def main() -> None:
                     times.append(time.perf_counter() - began)
                     recall.append(len(set(found.tolist()) & expected) / 10)
                 print(
-                    f"{dtype} expansion_add {expansion_add}: {rate:.0f} vectors/s; search width {width}, "
+                    f"{dtype} connectivity {connectivity} expansion_add {expansion_add}: {rate:.0f} vectors/s; "
+                    f"search width {width}, "
                     f"rerank {options.rerank}: recall@10 {np.mean(recall):.3f}, "
                     f"p50 {np.median(times) * 1000:.1f} ms, p95 {np.percentile(times, 95) * 1000:.1f} ms",
                     flush=True,

@@ -3,7 +3,8 @@ query time with the dataset filter, the memory a reopened index adds and the tim
 
     python -m bench.vectors --rows 1000000
     python -m bench.vectors --rows 1000000 --widths 512,2048   # recall and time at other search widths too
-    python -m bench.vectors --rows 1000000 --pgvector pgserver --pgvector-bulk   # pgvector beside it
+    python -m bench.vectors --rows 1000000 --pgvector pgserver   # pgvector beside it
+    python -m bench.vectors --rows 1000000 --pgvector pgserver --pgvector-widths 200,400
 
 The vectors are synthetic, of the default embedder's 384 dimensions and shaped like text
 embeddings (clusters, a low-dimensional spread around them, a direction they all share);
@@ -37,9 +38,10 @@ from pathlib import Path
 import numpy as np
 import sqlalchemy as sa
 
+from datawell.storage import pgvector as pgvector_store
 from datawell.storage import vector_index
 from datawell.storage.db import create_engine
-from datawell.storage.pgvector import PgVectorStore, create_hnsw_index, enable_pgvector, hnsw_index
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import ROWS, Point
 
@@ -98,8 +100,10 @@ async def write(store: EmbeddedVectorStore | PgVectorStore, datasets: dict[str, 
             part = matrix[start : start + BATCH]
             points = [Point(ids[start + i], v, {"ingestion_id": "bench"}) for i, v in enumerate(part.tolist())]
             await store.upsert(ROWS, name, points)
+        flushing = time.perf_counter()
         await store.flush()
         figures[f"{name}_rows_per_s"] = len(matrix) / (time.perf_counter() - started)
+        figures[f"{name}_flush_s"] = time.perf_counter() - flushing
     return figures
 
 
@@ -138,11 +142,11 @@ async def search(store: EmbeddedVectorStore | PgVectorStore, work: Path, started
     return figures
 
 
-async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, *, bulk: bool) -> dict[str, float]:
-    """The same vectors and questions through `PgVectorStore`, in a new database on `server`.
-    With `bulk`, the HNSW index is built once after the rows are in (`CREATE INDEX`), not point
-    by point as the service's writes build it: the search figures of a million-row table in
-    minutes; the build rate is then the rows' rate and the index's time (`index_s`) apart."""
+async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, widths: list[int]) -> dict[str, float]:
+    """The same vectors and questions through `PgVectorStore`, in a new database on `server`,
+    written as the service writes them: each dataset's partition without its index, then
+    `flush` builds the index in one statement (its time: `…_flush_s`, inside the build rate).
+    Then again at each further search width (`hnsw.ef_search`), its figures suffixed `@width`."""
     from tests.pgvector_server import fresh_database
 
     async with fresh_database(server) as url:
@@ -152,19 +156,12 @@ async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, *, 
             raise SystemExit(f"--pgvector {server}: {why_not}")
         store = PgVectorStore(engine, DIMENSION)
         table = store.table(ROWS).name
-        if bulk:  # the store makes the table and its index; the index goes until the rows are in
-            await store.upsert(ROWS, "big", [Point(str(uuid.UUID(int=0)), datasets["big"][0].tolist(), {})])
-            async with engine.begin() as connection:
-                await connection.exec_driver_sql(f'DROP INDEX "{hnsw_index(table)}"')
-                await connection.exec_driver_sql(f"DELETE FROM \"{table}\" WHERE id = '{uuid.UUID(int=0)}'")
         figures = await write(store, datasets)
-        if bulk:
-            started = time.perf_counter()
-            async with engine.begin() as connection:
-                await connection.exec_driver_sql("SET maintenance_work_mem = '4GB'")
-                await connection.exec_driver_sql(create_hnsw_index(table))
-            figures["index_s"] = time.perf_counter() - started
         figures |= await search(store, work, time.perf_counter())
+        for width in widths:
+            pgvector_store.EF_SEARCH = width
+            wider = await search(store, work, time.perf_counter())
+            figures |= {f"{key}@{width}": value for key, value in wider.items() if key != "open_s"}
         async with engine.connect() as connection:
             query = (
                 "SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = CAST(:t AS regclass)"
@@ -194,14 +191,19 @@ def main() -> None:
         "--pgvector", default=None, help="a PostgreSQL with pgvector (an asyncpg URL), or `pgserver`: measured too"
     )
     parser.add_argument(
-        "--pgvector-bulk",
-        action="store_true",
-        help="build pgvector's HNSW index once after the rows (CREATE INDEX), not point by point",
-    )
-    parser.add_argument(
         "--widths",
         default="",
         help="further search widths to measure the embedded index at, e.g. 512,1024 (default: only the store's own)",
+    )
+    parser.add_argument(
+        "--pgvector-widths",
+        default="",
+        help="further hnsw.ef_search widths to measure pgvector at, e.g. 200,400 (default: only the store's own)",
+    )
+    parser.add_argument(
+        "--pgvector-graph",
+        default="",
+        help="pgvector's HNSW graph as m,ef_construction, e.g. 16,128 (default: the store's own)",
     )
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -229,8 +231,11 @@ def main() -> None:
         (work / "names.json").write_text(json.dumps(list(datasets)))
         built = asyncio.run(build(folder, datasets))
         print(f"uptime after building: {uptime()}")
+        if args.pgvector_graph:
+            pgvector_store.CONNECTIVITY, pgvector_store.EF_CONSTRUCTION = map(int, args.pgvector_graph.split(","))
+        pg_widths = [int(w) for w in args.pgvector_widths.split(",") if w]
         with pgvector_server(args.pgvector) as server:
-            in_postgres = asyncio.run(pgvector(server, datasets, work, bulk=args.pgvector_bulk)) if server else {}
+            in_postgres = asyncio.run(pgvector(server, datasets, work, pg_widths)) if server else {}
         if server:
             print(f"uptime after pgvector: {uptime()}")
         del datasets

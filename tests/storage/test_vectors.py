@@ -26,7 +26,7 @@ from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.db import create_engine
 from datawell.storage.migration import convert_local_mode
-from datawell.storage.pgvector import PgVectorStore, enable_pgvector, partition_name
+from datawell.storage.pgvector import PgVectorStore, enable_pgvector, has_hnsw_index, hnsw_index, partition_name
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
@@ -104,6 +104,36 @@ async def test_a_pgvector_search_reads_only_its_own_datasets_partition(pgvector_
             hits = await asyncio.wait_for(store.search(ROWS, "mine", query, limit=10), timeout=30)
             await other.exec_driver_sql("ROLLBACK")
         assert sorted(h.payload["text"] for h in hits) == ["row 1 apple", "row 2 apple"]
+
+
+async def test_a_pgvector_partition_gets_its_index_when_its_first_ingestion_flushes(pgvector_url: str) -> None:
+    """A new dataset's points go in without an HNSW index (searched exactly meanwhile); `flush`
+    builds it in one statement and the planner then searches through it. A process that died
+    before flushing leaves the partition unindexed: the next one to write it builds the index."""
+    made = np.random.default_rng(48).standard_normal((300, DIMENSION))
+    written = [Point(str(uuid.uuid4()), v.tolist(), {"text": f"row {i} apple"}) for i, v in enumerate(made)]
+    async with pgvector_store(pgvector_url) as store:
+        await store.upsert(ROWS, "mine", written[:200])
+        partition = partition_name(store.table(ROWS).name, "mine")
+        async with store.engine.connect() as connection:
+            assert not await has_hnsw_index(connection, partition)
+        hits = await store.search(ROWS, "mine", written[7].vector, limit=1)
+        assert [h.payload["text"] for h in hits] == ["row 7 apple"]
+
+        second = PgVectorStore(store.engine, DIMENSION)  # the first process died before its flush
+        await second.upsert(ROWS, "mine", written[200:])
+        await second.flush()
+        async with store.engine.connect() as connection:
+            assert await has_hnsw_index(connection, partition)
+            query = (
+                f"EXPLAIN SELECT id FROM \"{store.table(ROWS).name}\" WHERE dataset_id = 'mine' "
+                f"ORDER BY embedding <=> '{list(written[250].vector)}' LIMIT 10"
+            )
+            plan = "\n".join(row[0] for row in await connection.exec_driver_sql(query))
+        assert hnsw_index(partition) in plan
+        hits = await store.search(ROWS, "mine", written[250].vector, limit=1)
+        assert [h.payload["text"] for h in hits] == ["row 250 apple"]
+        assert await store.count(ROWS, "mine") == 300
 
 
 async def test_recall_at_10_against_exact_search(store: VectorStore) -> None:
