@@ -14,7 +14,7 @@ import pytest
 from datawell.config import Settings
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.services import open_vector_store
-from datawell.storage.pgvector import PgVectorStore
+from datawell.storage.pgvector import PgVectorStore, has_hnsw_index, partition_name
 from datawell.storage.rows import RowStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point
@@ -42,6 +42,9 @@ async def test_rows_in_a_postgresql_with_pgvector_hold_the_vectors_and_the_embed
         hits = await store.search(ROWS, "d1", rows_points[1].vector, limit=5)
         assert (hits[0].id, hits[0].payload["text"]) == (rows_points[1].id, "blue sky")
         assert await store.count(ROWS, "d1") == 2 and await store.count(ROWS, "d2") == 1
+        async with store.engine.connect() as connection:  # each moved dataset's partition indexed whole
+            for dataset in ("d1", "d2"):
+                assert await has_hnsw_index(connection, partition_name(store.table(ROWS).name, dataset))
         assert await store.delete(ROWS, "d2", ingestion_id="i1") == 1  # the attempt moved with its points
         [moved] = await store.nearest(FIELDS, field.vector, 5, match={"namespace_id": "n1"})
         assert moved.payload == {"namespace_id": "n1", "field": "name", "dataset_id": "d1"}

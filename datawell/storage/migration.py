@@ -101,6 +101,8 @@ async def move_to_pgvector(folder: Path, engine: AsyncEngine) -> int:
             if copied % (20 * PAGE) < PAGE or copied == total:
                 log.info("moving the embedded index's vectors into pgvector: %s of %s", f"{copied:,}", f"{total:,}")
         source.close()
+        for store in stores.values():  # each dataset's partition gets its HNSW index, built whole
+            await store.flush()
     finally:
         os.close(held)
     shutil.rmtree(folder)

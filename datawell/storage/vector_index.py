@@ -38,13 +38,13 @@ from datawell.errors import Conflict
 from datawell.storage.vectors import Hit, Point, stored_name
 
 SAVE_EVERY = 100_000  # additions to one index between saves: what a crash makes the next open redo
-# Measured at 1,000,000 vectors on the idle machine (docs/decisions.md, "Issue 48: an 8-bit index"
-# and "Issue 48: a sparser graph"), usearch alone:
-CONNECTIVITY = 12  # HNSW neighbours per node: 5,961 vectors/s to build (16: 4,783/s), recall@10 0.972 (16: 0.984)
+CONNECTIVITY = 16  # HNSW neighbours per node: recall against the graph's memory (64 bytes a vector)
+# Measured at 1,000,000 vectors on the idle machine (docs/decisions.md, "Issue 48: an 8-bit index";
+# a sparser graph, 12, built 8% faster through the store for 2 points of recall: "Issue 48: pgvector's index"):
 INDEX_DTYPE = "i8"  # the index's copy of a vector: 4,783 vectors/s to build where half precision took 1,731
 RERANK = 40  # the index's nearest a search re-orders by exact cosine from the record (at least 4 times its limit)
 EXPANSION_ADD = 32  # candidates kept while linking a new vector: build rate against the graph's quality
-EXPANSION_SEARCH = 2048  # candidates kept while searching: at connectivity 12, recall@10 0.972 (0.924 at 1024)
+EXPANSION_SEARCH = 2048  # candidates kept while searching: recall@10 0.984 at 1,000,000 (0.965 at 1024)
 READ_CHUNK = 20_000  # record rows read at a time when an index is built or mended
 
 SCHEMA = """
