@@ -69,6 +69,13 @@ class Settings(BaseSettings):
         "PostgreSQL database when its server has pgvector (DATA_DIR/vectors is moved into it), else the "
         "embedded index in DATA_DIR/vectors; pgvector refuses to start without the extension.",
     )
+    pgvector_build_memory_mb: int = Field(
+        4096,
+        ge=64,
+        description="pgvector: the least maintenance_work_mem (MB) while a new dataset's HNSW index is built in one "
+        "statement (a server's larger setting stays). The graph is built in memory, about 2.2 KB a vector of 384 "
+        "dimensions; one that outgrows it is finished on disk, many times slower.",
+    )
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.
     model: str | None = None

@@ -23,7 +23,7 @@ from typing import cast
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from datawell.storage.pgvector import PgVectorStore
+from datawell.storage.pgvector import BUILD_MEMORY_MB, PgVectorStore
 from datawell.storage.qdrant import QdrantVectorStore
 from datawell.storage.vector_index import EmbeddedVectorStore, lock_folder
 from datawell.storage.vectors import Point
@@ -75,7 +75,7 @@ async def convert_local_mode(old: Path, new: Path, dimension: int) -> int:
     return copied
 
 
-async def move_to_pgvector(folder: Path, engine: AsyncEngine) -> int:
+async def move_to_pgvector(folder: Path, engine: AsyncEngine, *, build_memory_mb: int = BUILD_MEMORY_MB) -> int:
     """Copy every point of the embedded index in `folder` into pgvector tables through
     `engine`, then remove `folder`; how many points (0 when it holds no record)."""
     record = folder / "points.sqlite"
@@ -95,7 +95,7 @@ async def move_to_pgvector(folder: Path, engine: AsyncEngine) -> int:
                     for _, _, point_id, payload, vector in same
                 ]
                 dimension = len(points[0].vector)
-                store = stores.setdefault(dimension, PgVectorStore(engine, dimension))
+                store = stores.setdefault(dimension, PgVectorStore(engine, dimension, build_memory_mb=build_memory_mb))
                 await store.upsert(collection, dataset_id, points)
             copied += len(chunk)
             if copied % (20 * PAGE) < PAGE or copied == total:

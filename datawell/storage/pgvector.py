@@ -48,9 +48,10 @@ CONNECTIVITY = 16  # m: neighbours per node
 EF_CONSTRUCTION = 64  # candidates kept while linking a vector (128: recall@10 0.965 at width 400, built 1.5x slower)
 EF_SEARCH = 600  # hnsw.ef_search: recall@10 0.971, p50 52 ms (400: 0.945, 37 ms; 1000, the bound: 0.990, 96 ms)
 # maintenance_work_mem for building a partition's index, at least (a server's larger setting
-# stays): the graph is built in memory, about 2.2 KB a vector at 384 dimensions, and a graph
-# that outgrows it is finished on disk, many times slower. Only what the graph needs is taken.
-BUILD_MEMORY_BYTES = 4 << 30
+# stays; DATAWELL_PGVECTOR_BUILD_MEMORY_MB): the graph is built in memory, about 2.2 KB a vector
+# at 384 dimensions, and a graph that outgrows it is finished on disk, many times slower. Only
+# what the graph needs is taken.
+BUILD_MEMORY_MB = 4096
 WRITE_CHUNK = 1000  # points per INSERT statement (five parameters each, under asyncpg's 32,767)
 
 
@@ -75,14 +76,14 @@ async def has_hnsw_index(connection: AsyncConnection, relation: str) -> bool:
     return bool(await connection.scalar(sa.text(query), {"relation": relation}))
 
 
-async def build_hnsw_index(connection: AsyncConnection, relation: str) -> None:
-    """`relation`'s HNSW index, built in one statement with room for its graph in memory."""
+async def build_hnsw_index(connection: AsyncConnection, relation: str, memory_mb: int = BUILD_MEMORY_MB) -> None:
+    """`relation`'s HNSW index, built in one statement with at least `memory_mb` for its graph."""
     await connection.execute(
         sa.text(
             "SELECT set_config('maintenance_work_mem', "
             "(greatest(pg_size_bytes(current_setting('maintenance_work_mem')), :bytes) / 1024)::bigint::text, true)"
         ),
-        {"bytes": BUILD_MEMORY_BYTES},
+        {"bytes": memory_mb << 20},
     )
     await connection.exec_driver_sql(create_hnsw_index(relation))
     # Statistics now, not when autovacuum comes round: a partition the planner still believes
@@ -114,10 +115,13 @@ class PgVectorStore:
 
     remote = True  # the database server holds the vectors; every process shares them
 
-    def __init__(self, engine: AsyncEngine, dimension: int, *, space: str = "") -> None:
+    def __init__(
+        self, engine: AsyncEngine, dimension: int, *, space: str = "", build_memory_mb: int = BUILD_MEMORY_MB
+    ) -> None:
         self.engine = engine
         self.dimension = dimension
         self.space = space
+        self.build_memory_mb = build_memory_mb
         self._tables: dict[str, sa.Table] = {}
         self._made: set[str] = set()  # tables known to exist
         self._partitions: set[str] = set()  # partitions this process made or wrote to
@@ -298,7 +302,7 @@ class PgVectorStore:
                 if await connection.scalar(sa.select(sa.func.to_regclass(partition))) and not await has_hnsw_index(
                     connection, partition
                 ):
-                    await build_hnsw_index(connection, partition)
+                    await build_hnsw_index(connection, partition, self.build_memory_mb)
             self._unindexed.discard(partition)
 
     async def close(self) -> None:

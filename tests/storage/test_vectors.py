@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 from usearch.index import ScalarKind
 
 from datawell.errors import Conflict
@@ -120,9 +121,18 @@ async def test_a_pgvector_partition_gets_its_index_when_its_first_ingestion_flus
         hits = await store.search(ROWS, "mine", written[7].vector, limit=1)
         assert [h.payload["text"] for h in hits] == ["row 7 apple"]
 
-        second = PgVectorStore(store.engine, DIMENSION)  # the first process died before its flush
+        # The first process died before its flush; the next one builds with the memory it is given.
+        second = PgVectorStore(store.engine, DIMENSION, build_memory_mb=96)
         await second.upsert(ROWS, "mine", written[200:])
+        sent: list[str] = []
+
+        def record(_connection: object, _cursor: object, statement: str, parameters: object, *_: object) -> None:
+            sent.append(f"{statement} {parameters}")
+
+        sa.event.listen(store.engine.sync_engine, "before_cursor_execute", record)
         await second.flush()
+        sa.event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+        assert any("maintenance_work_mem" in line and str(96 << 20) in line for line in sent)
         async with store.engine.connect() as connection:
             assert await has_hnsw_index(connection, partition)
             query = (
