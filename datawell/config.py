@@ -69,13 +69,8 @@ class Settings(BaseSettings):
         "PostgreSQL database when its server has pgvector (DATA_DIR/vectors is moved into it), else the "
         "embedded index in DATA_DIR/vectors; pgvector refuses to start without the extension.",
     )
-    pgvector_build_memory_mb: int = Field(
-        4096,
-        ge=64,
-        description="pgvector: the least maintenance_work_mem (MB) while a new dataset's HNSW index is built in one "
-        "statement (a server's larger setting stays). The graph is built in memory, about 2.2 KB a vector of 384 "
-        "dimensions; one that outgrows it is finished on disk, many times slower.",
-    )
+    # pgvector: the least maintenance_work_mem (MB) a new dataset's HNSW index is built with (storage/pgvector.py).
+    pgvector_build_memory_mb: int = Field(4096, ge=64)
 
     # Models: a litellm name ("provider/model"); empty means the embedded model.
     model: str | None = None
@@ -125,9 +120,9 @@ class Settings(BaseSettings):
         16, ge=0, description="Questions waiting for a slot at most; past it a question gets 503 with Retry-After."
     )
     model_runs_per_user: int = Field(2, ge=1, description="Runs of one user holding a slot at once.")
-    # The embedded model's rates on this machine, measured (docs/decisions.md, issue 52): the
-    # scheduler weighs waiting for the slot that holds a namespace's prompt prefix against
-    # reading the prefix again, and runs no more sequences at once than the decode rates pay for.
+    # The embedded model's rates on this machine, measured (docs/decisions.md, issue 52): the scheduler weighs
+    # waiting for the slot holding a namespace's prompt prefix against reading it again, and runs no more
+    # sequences at once than the decode rates pay for.
     model_prefill_tokens_per_second: float = Field(
         53.0,
         gt=0,
@@ -200,9 +195,8 @@ class Settings(BaseSettings):
         description="The embedded model writes its query under a grammar built from the catalog's tables and columns, "
         "so it cannot name one the catalog lacks (issue 50; a hosted model is never sent it).",
     )
-    # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates
-    # issue 47: the rewrite rules by name (docs/query-rewrites.md); the three switches below
-    # are groups of them
+    # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates; issue 47:
+    # the rewrite rules by name (docs/query-rewrites.md), of which the three switches below are groups
     query_rules_disabled: str = Field(
         "",
         description="Query rewrite rules switched off, by name, comma-separated ('all': every rule; "

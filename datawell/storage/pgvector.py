@@ -37,6 +37,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from datawell.config import Settings
 from datawell.storage.vectors import Hit, Point, stored_name
 
 log = logging.getLogger(__name__)
@@ -51,20 +52,13 @@ EF_SEARCH = 600  # hnsw.ef_search: recall@10 0.971, p50 52 ms (400: 0.945, 37 ms
 # stays; DATAWELL_PGVECTOR_BUILD_MEMORY_MB): the graph is built in memory, about 2.2 KB a vector
 # at 384 dimensions, and a graph that outgrows it is finished on disk, many times slower. Only
 # what the graph needs is taken.
-BUILD_MEMORY_MB = 4096
+BUILD_MEMORY_MB: int = Settings.model_fields["pgvector_build_memory_mb"].default
 WRITE_CHUNK = 1000  # points per INSERT statement (five parameters each, under asyncpg's 32,767)
 
 
 def hnsw_index(relation: str) -> str:
     """The name of a partition's HNSW index (or of a table's, made before partitions had their own)."""
     return f"{relation}_hnsw"
-
-
-def create_hnsw_index(relation: str) -> str:
-    return (
-        f'CREATE INDEX IF NOT EXISTS "{hnsw_index(relation)}" ON "{relation}" USING hnsw '
-        f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EF_CONSTRUCTION})"
-    )
 
 
 async def has_hnsw_index(connection: AsyncConnection, relation: str) -> bool:
@@ -85,7 +79,10 @@ async def build_hnsw_index(connection: AsyncConnection, relation: str, memory_mb
         ),
         {"bytes": memory_mb << 20},
     )
-    await connection.exec_driver_sql(create_hnsw_index(relation))
+    await connection.exec_driver_sql(
+        f'CREATE INDEX IF NOT EXISTS "{hnsw_index(relation)}" ON "{relation}" USING hnsw '
+        f"(embedding vector_cosine_ops) WITH (m = {CONNECTIVITY}, ef_construction = {EF_CONSTRUCTION})"
+    )
     # Statistics now, not when autovacuum comes round: a partition the planner still believes
     # small is searched by sorting every row (exact, and seconds at a million) instead of the index.
     await connection.exec_driver_sql(f'ANALYZE "{relation}"')
