@@ -5,6 +5,7 @@ query time with the dataset filter, the memory a reopened index adds and the tim
     python -m bench.vectors --rows 1000000 --widths 512,2048   # recall and time at other search widths too
     python -m bench.vectors --rows 1000000 --pgvector pgserver   # pgvector beside it
     python -m bench.vectors --rows 1000000 --pgvector pgserver --pgvector-widths 200,400
+    python -m bench.vectors --rows 1000000 --pgvector pgserver --pgvector-settings shared_buffers=6GB
 
 The vectors are synthetic, of the default embedder's 384 dimensions and shaped like text
 embeddings (clusters, a low-dimensional spread around them, a direction they all share);
@@ -18,7 +19,11 @@ its own (`rss_anon_growth_mb`) and the mapped index's pages the searches visited
 With `--pgvector URL` (a PostgreSQL with pgvector, `postgresql+asyncpg://…/db`, or `pgserver`:
 a throwaway cluster of the pgserver wheel, tests/pgvector_server.py) the same vectors and
 questions go through `PgVectorStore` too, in a new database dropped after: build rate,
-recall@10, query time and the tables' size on disk (rows `pgvector_…`)."""
+recall@10, query time, the tables' size on disk and the big dataset's index beside the
+server's `shared_buffers` (rows `pgvector_…`). `--pgvector-settings` starts the pgserver
+cluster with other server settings: an index larger than `shared_buffers` is read through the
+operating system at each search (docs/decisions.md, "Issue 48: pgvector searches from shared
+buffers")."""
 
 from __future__ import annotations
 
@@ -167,19 +172,27 @@ async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, wid
                 "SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = CAST(:t AS regclass)"
             )
             size = await connection.scalar(sa.text(query), {"t": table})
+            index = pgvector_store.hnsw_index(pgvector_store.partition_name(table, "big"))
+            figures["big_index_mb"] = float(await connection.scalar(sa.func.pg_relation_size(index)) or 0) / 1e6
+            buffers = await connection.scalar(sa.func.pg_size_bytes(sa.func.current_setting("shared_buffers")))
+            figures["shared_buffers_mb"] = float(buffers or 0) / 1e6
         figures["disk_mb"] = float(size or 0) / 1e6
         await engine.dispose()
     return {f"pgvector_{key}": value for key, value in figures.items()}
 
 
 @contextmanager
-def pgvector_server(setting: str | None) -> Iterator[str | None]:
+def pgvector_server(setting: str | None, server_settings: dict[str, str]) -> Iterator[str | None]:
     if setting != "pgserver":
+        if server_settings:
+            raise SystemExit(
+                "--pgvector-settings needs --pgvector pgserver (a server of one's own is set up by its owner)"
+            )
         yield setting
         return
     from tests.pgvector_server import pgserver_cluster
 
-    with pgserver_cluster() as url:
+    with pgserver_cluster(server_settings) as url:
         yield url
 
 
@@ -204,6 +217,11 @@ def main() -> None:
         "--pgvector-graph",
         default="",
         help="pgvector's HNSW graph as m,ef_construction, e.g. 16,128 (default: the store's own)",
+    )
+    parser.add_argument(
+        "--pgvector-settings",
+        default="",
+        help="server settings for the pgserver cluster as name=value,…, e.g. shared_buffers=6GB (default: initdb's)",
     )
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -234,7 +252,8 @@ def main() -> None:
         if args.pgvector_graph:
             pgvector_store.CONNECTIVITY, pgvector_store.EF_CONSTRUCTION = map(int, args.pgvector_graph.split(","))
         pg_widths = [int(w) for w in args.pgvector_widths.split(",") if w]
-        with pgvector_server(args.pgvector) as server:
+        server_settings = dict(pair.split("=", 1) for pair in args.pgvector_settings.split(",") if pair)
+        with pgvector_server(args.pgvector, server_settings) as server:
             in_postgres = asyncio.run(pgvector(server, datasets, work, pg_widths)) if server else {}
         if server:
             print(f"uptime after pgvector: {uptime()}")

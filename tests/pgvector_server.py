@@ -43,8 +43,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def pgserver_cluster() -> Iterator[str]:
-    """A cluster of the pgserver wheel's PostgreSQL in a temporary folder, on a free port."""
+def pgserver_cluster(settings: dict[str, str] | None = None) -> Iterator[str]:
+    """A cluster of the pgserver wheel's PostgreSQL in a temporary folder, on a free port, with
+    server `settings` beside the defaults (e.g. `{"shared_buffers": "6GB"}`)."""
     spec = importlib.util.find_spec("pgserver")
     if spec is None or spec.origin is None:
         pytest.skip("DATAWELL_TEST_PGVECTOR_URL=pgserver, but the pgserver package is not installed")
@@ -63,6 +64,7 @@ def pgserver_cluster() -> Iterator[str]:
         initdb = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
         _run(_as_postgres(initdb))
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50"
+        options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
         _run(_as_postgres([*ctl, "-o", options, "start"]))
         yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
     finally:
