@@ -168,9 +168,11 @@ async def open_vector_store(settings: Settings, embedder: Embedder, rows: RowSto
             log.info("vectors: pgvector in the rows' PostgreSQL database")
             await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
             await move_to_pgvector(folder, rows.engine, build_memory_mb=settings.pgvector_build_memory_mb)
-            return PgVectorStore(
+            store = PgVectorStore(
                 rows.engine, embedder.dimension, space=embedder.space, build_memory_mb=settings.pgvector_build_memory_mb
             )
+            await store.tell_if_unbuffered()
+            return store
         log.info("vectors: the embedded index in %s, not pgvector in the rows' database: %s", folder, why_not)
     await convert_local_mode(settings.data_dir / "qdrant", folder, embedder.dimension)
     return EmbeddedVectorStore(embedder.dimension, folder, space=embedder.space)

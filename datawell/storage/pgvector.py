@@ -42,12 +42,14 @@ from datawell.storage.vectors import Hit, Point, stored_name
 
 log = logging.getLogger(__name__)
 # The HNSW graph's shape and search width, measured at 1,000,000 vectors on the idle machine
-# (docs/decisions.md, "Issue 48: pgvector's index built whole"). pgvector keeps single-precision
-# vectors and orders by them (no re-ranking step); each dataset is its own partition, so the
-# width serves recall alone, not a filter that would drop candidates.
+# (docs/decisions.md, "Issue 48: pgvector's index built whole" and "... searches from shared
+# buffers"). pgvector keeps single-precision vectors and orders by them (no re-ranking step);
+# each dataset is its own partition, so the width serves recall alone, not a filter that would
+# drop candidates. A search reads its index through the server's shared_buffers, 1.6 times as
+# slow when they cannot hold it, which `tell_if_unbuffered` says.
 CONNECTIVITY = 16  # m: neighbours per node
 EF_CONSTRUCTION = 64  # candidates kept while linking a vector (128: recall@10 0.965 at width 400, built 1.5x slower)
-EF_SEARCH = 600  # hnsw.ef_search: recall@10 0.971, p50 52 ms (400: 0.945, 37 ms; 1000, the bound: 0.990, 96 ms)
+EF_SEARCH = 600  # hnsw.ef_search: recall@10 0.963-0.971, p50 23 ms with the index in shared_buffers (500: 0.957-0.963)
 # maintenance_work_mem for building a partition's index, at least (a server's larger setting
 # stays; DATAWELL_PGVECTOR_BUILD_MEMORY_MB): the graph is built in memory, about 2.2 KB a vector
 # at 384 dimensions, and a graph that outgrows it is finished on disk, many times slower. Only
@@ -86,17 +88,28 @@ async def build_hnsw_index(connection: AsyncConnection, relation: str, memory_mb
     # Statistics now, not when autovacuum comes round: a partition the planner still believes
     # small is searched by sorting every row (exact, and seconds at a million) instead of the index.
     await connection.exec_driver_sql(f'ANALYZE "{relation}"')
-    sizes = "SELECT pg_relation_size(to_regclass(:index)), pg_size_bytes(current_setting('shared_buffers'))"
-    index_bytes, buffer_bytes = (await connection.execute(sa.text(sizes), {"index": hnsw_index(relation)})).one()
-    if index_bytes > buffer_bytes:
+    await tell_if_unbuffered(connection, hnsw_index(relation))
+
+
+async def tell_if_unbuffered(connection: AsyncConnection, index: str | None = None) -> None:
+    """A warning in the log when `index` (by default the database's largest HNSW index) is larger
+    than the server's shared_buffers: each search of it then reads its pages again through the
+    operating system, 1.6 times as slow at a million vectors (docs/ingestion.md)."""
+    largest = (
+        "SELECT c.relname, pg_relation_size(c.oid) AS bytes, pg_size_bytes(current_setting('shared_buffers')) AS buffers "
+        "FROM pg_class c JOIN pg_am a ON a.oid = c.relam "
+        "WHERE a.amname = 'hnsw' AND (CAST(:index AS text) IS NULL OR c.relname = :index) ORDER BY bytes DESC LIMIT 1"
+    )
+    found = (await connection.execute(sa.text(largest), {"index": index})).first()
+    if found and found.bytes > found.buffers:
         log.warning(
-            "pgvector: the index of %s (%d MB) is larger than the server's shared_buffers (%d MB), so each "
-            "search of that dataset reads index pages through the operating system (at a million vectors "
-            "40 ms a search instead of 25); a shared_buffers of a quarter of the server's memory, or at "
-            "least the index's size, holds it (docs/ingestion.md)",
-            relation,
-            index_bytes >> 20,
-            buffer_bytes >> 20,
+            "pgvector: the index %s (%d MB) is larger than the server's shared_buffers (%d MB), so each "
+            "search of its dataset reads index pages again through the operating system (at a million "
+            "vectors 40 ms a search instead of 25); a shared_buffers of a quarter of the server's memory, "
+            "or at least the largest index's size, holds it (docs/ingestion.md)",
+            found.relname,
+            found.bytes >> 20,
+            found.buffers >> 20,
         )
 
 
@@ -313,6 +326,11 @@ class PgVectorStore:
                 ):
                     await build_hnsw_index(connection, partition, self.build_memory_mb)
             self._unindexed.discard(partition)
+
+    async def tell_if_unbuffered(self) -> None:
+        """At start: a warning when the largest index is larger than shared_buffers (`tell_if_unbuffered`)."""
+        async with self.engine.connect() as connection:
+            await tell_if_unbuffered(connection)
 
     async def close(self) -> None:
         """The engine is the rows' own: their store disposes of it."""

@@ -24,12 +24,15 @@ import pytest
 import sqlalchemy as sa
 from usearch.index import ScalarKind
 
+from datawell.config import Settings
 from datawell.errors import Conflict
 from datawell.llm.embeddings import HashingEmbedder
+from datawell.services import open_vector_store
 from datawell.storage.db import create_engine
 from datawell.storage.migration import convert_local_mode
 from datawell.storage.pgvector import PgVectorStore, enable_pgvector, has_hnsw_index, hnsw_index, partition_name
 from datawell.storage.qdrant import QdrantVectorStore
+from datawell.storage.rows import RowStore
 from datawell.storage.vector_index import EmbeddedVectorStore
 from datawell.storage.vectors import FIELDS, ROWS, Point, VectorStore
 from tests.pgvector_server import SETTING, fresh_database, pgserver_cluster
@@ -153,24 +156,34 @@ async def test_a_pgvector_partition_gets_its_index_when_its_first_ingestion_flus
 @pytest.mark.postgres
 @pytest.mark.skipif(SETTING != "pgserver", reason="starts a server of its own: DATAWELL_TEST_PGVECTOR_URL=pgserver")
 async def test_an_index_larger_than_the_servers_shared_buffers_is_told_to_the_operator(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     """An HNSW index that outgrows the server's shared_buffers is read through the operating
     system at each search (1.6 times as slow at a million vectors): its build says so, with both
-    sizes and the setting to raise."""
+    sizes and the setting to raise, and so does each start of the service after."""
     made = np.random.default_rng(48).standard_normal((3000, DIMENSION))
     written = [Point(str(uuid.uuid4()), v.tolist(), {"text": f"row {i}"}) for i, v in enumerate(made)]
+    caplog.set_level(logging.WARNING, logger="datawell.storage.pgvector")
     with pgserver_cluster({"shared_buffers": "1MB"}) as server:
-        async with pgvector_store(server) as store:
+        async with fresh_database(server) as url:
+            engine = create_engine(url)
+            assert await enable_pgvector(engine) is None
+            store = PgVectorStore(engine, DIMENSION)
             await store.upsert(ROWS, "mine", written)
-            with caplog.at_level(logging.WARNING, logger="datawell.storage.pgvector"):
-                await store.flush()
-            async with store.engine.connect() as connection:
-                index = hnsw_index(partition_name(store.table(ROWS).name, "mine"))
+            await store.flush()
+            index = hnsw_index(partition_name(store.table(ROWS).name, "mine"))
+            async with engine.connect() as connection:
                 size = await connection.scalar(sa.func.pg_relation_size(index))
-    [told] = [r.getMessage() for r in caplog.records if "shared_buffers" in r.getMessage()]
-    assert f"({size >> 20} MB) is larger than the server's shared_buffers (1 MB)" in told
-    assert "a quarter of the server's memory" in told
+            await engine.dispose()
+            [built] = [r.getMessage() for r in caplog.records if "shared_buffers" in r.getMessage()]
+            caplog.clear()
+            rows = RowStore(url)
+            await open_vector_store(Settings(data_dir=tmp_path, database_url=url), HashingEmbedder(), rows)
+            await rows.close()
+    [started] = [r.getMessage() for r in caplog.records if "shared_buffers" in r.getMessage()]
+    for told in (built, started):
+        assert f"the index {index} ({size >> 20} MB) is larger than the server's shared_buffers (1 MB)" in told
+        assert "a quarter of the server's memory" in told
 
 
 async def test_recall_at_10_against_exact_search(store: VectorStore) -> None:
