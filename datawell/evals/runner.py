@@ -67,17 +67,22 @@ def default_targets() -> Targets:
 
 @asynccontextmanager
 async def eval_services(
-    overrides: Overrides, folder: Path | None = None, rules_off: list[str] | None = None
+    overrides: Overrides,
+    folder: Path | None = None,
+    rules_off: list[str] | None = None,
+    database_url: str | None = None,
 ) -> AsyncIterator[Services]:
     """Services over a fresh, empty store in a temporary folder (never the user's data);
     models, keys and limits come from the environment as usual, but the rewrite rules
-    `rules_off` names when it does."""
+    `rules_off` names when it does. `database_url`: an empty database to use instead of the
+    folder's SQLite (its vectors then go where a deployment's would: pgvector beside PostgreSQL
+    rows when the server has it)."""
     own = folder is None
     folder = folder or Path(tempfile.mkdtemp(prefix="datawell-eval-"))
     share_models(folder)
     settings = Settings(
         data_dir=folder,
-        database_url=None,
+        database_url=database_url,
         rows_database_url=None,
         qdrant_url=None,
         run_worker_in_process=False,
@@ -210,8 +215,10 @@ async def predict(
     on_case: Callable[[Case, Prediction], None] | None = None,
     timeout: float = 600.0,
     cases: list[Case] | None = None,
+    database_url: str | None = None,
 ) -> list[Prediction]:
-    """Load the suite's fixtures into a fresh store and predict every case into `out_dir`."""
+    """Load the suite's fixtures into a fresh store and predict every case into `out_dir`
+    (`cases`: only these; `database_url`: an empty database for the store, `eval_services`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PREDICTIONS_FILE).write_text("", encoding="utf-8")
     info = info or RunInfo(
@@ -225,7 +232,7 @@ async def predict(
     info.cases = len(chosen)
     write_run(out_dir, info)
     predictions = []
-    async with eval_services(overrides, rules_off=info.rules_off) as services:
+    async with eval_services(overrides, rules_off=info.rules_off, database_url=database_url) as services:
         store = await load_fixtures(services, suite)
         tools = targets.query_tools(services)
         for case in chosen:

@@ -19,6 +19,7 @@ from datawell.llm.embeddings import HashingEmbedder
 from datawell.runs import AskRequest
 from datawell.services import Overrides, Services
 from tests.evals import fakes
+from tests.pgvector_server import WITH_PGVECTOR
 
 
 @pytest.mark.parametrize("name", ["nl2ql", "erp"])
@@ -109,3 +110,30 @@ async def test_bundled_suites_through_the_real_graphs_with_the_scripted_oracle(t
         (r.case_id, r.error, [o.detail for o in r.outcomes if o.passed is False]) for r in results if not r.passed
     ]
     assert failed == []
+
+
+@pytest.mark.parametrize("name", ["nl2ql", "assistant"])
+@pytest.mark.parametrize("database_url", WITH_PGVECTOR, indirect=True)
+async def test_the_cases_that_search_by_meaning_pass_on_each_vector_store(
+    tmp_path: Path, database_url: str, name: str
+) -> None:
+    """Every case of a bundled suite whose gold query calls `semantic()` passes through the
+    real graphs with the scripted oracle on each store: SQLite rows with the embedded index,
+    PostgreSQL rows with it, and PostgreSQL with pgvector holding the vectors beside the rows."""
+    from datawell.evals.oracle import oracle_for
+    from datawell.evals.runner import default_targets
+    from datawell.llm.models import FixedChatModels
+
+    suite = load_suite(name)
+    queries = {c.id: [c.expected.query or "", *(s.query for s in c.expected.steps)] for c in suite.cases}
+    cases = [c for c in suite.cases if any("semantic(" in q.lower() for q in queries[c.id])]
+    assert cases
+    overrides = Overrides(models=FixedChatModels(oracle_for(suite)), embedder=HashingEmbedder())
+    predictions = await predict(
+        suite, tmp_path, targets=default_targets(), overrides=overrides, cases=cases, database_url=database_url
+    )
+    results = await scoring.score_all(suite.model_copy(update={"cases": cases}), predictions)
+    failed = [
+        (r.case_id, r.error, [o.detail for o in r.outcomes if o.passed is False]) for r in results if not r.passed
+    ]
+    assert (len(results), failed) == (len(cases), [])
