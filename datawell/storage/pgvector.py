@@ -104,9 +104,9 @@ async def tell_if_unbuffered(connection: AsyncConnection, index: str | None = No
     if found and found.bytes > found.buffers:
         log.warning(
             "pgvector: the index %s (%d MB) is larger than the server's shared_buffers (%d MB), so each "
-            "search of its dataset reads index pages again through the operating system (at a million "
-            "vectors 40 ms a search instead of 25); a shared_buffers of a quarter of the server's memory, "
-            "or at least the largest index's size, holds it (docs/ingestion.md)",
+            "search of its dataset reads index pages again through the operating system (1.6 times as slow "
+            "at a million vectors); a shared_buffers of a quarter of the server's memory, or at least the "
+            "largest index's size, holds it (docs/ingestion.md)",
             found.relname,
             found.bytes >> 20,
             found.buffers >> 20,
