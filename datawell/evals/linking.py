@@ -32,7 +32,8 @@ from datawell.graphs.view import link_columns
 from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
-from datawell.tools.linking import LinkMode, SchemaLinker
+from datawell.tools.coverage import content_words
+from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import LinkEnds
 
@@ -45,6 +46,27 @@ class Needed:
     columns: set[str]  # table.column
 
 
+MISSED_KINDS = ("joins only", "named whole", "partly named", "column named", "unnamed")
+
+
+def missed_kind(table: str, gold: Needed, catalog: Catalog, question: str) -> str:
+    """Why a gold table the linker left out may have been missed, as a failure category (never
+    the case): the gold reads only its keys (a bridge: the join path's job), the question names
+    all of its own words or only some of them, names one of its other columns, or none."""
+    asked = content_words(question)
+    read = [c.split(".", 1)[1] for c in gold.columns if c.split(".", 1)[0] == table]
+    info = catalog.table(table)
+    if read and all(is_key(c) for c in read):
+        return "joins only"
+    if named(table, asked, whole=True):
+        return "named whole"
+    if named(table, asked):
+        return "partly named"
+    if info is not None and any(named(c, asked, whole=True) for c in info.columns if not is_key(c)):
+        return "column named"
+    return "unnamed"
+
+
 @dataclass(frozen=True)
 class Row:
     suite: str
@@ -55,6 +77,7 @@ class Row:
     whole: float  # share of cases with every gold table and column kept
     tables_kept: float
     columns_kept: float
+    missed: dict[str, int]  # gold tables left out, by `missed_kind`
 
 
 def needed(query: str, catalog: Catalog) -> Needed | None:
@@ -98,6 +121,7 @@ async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
     catalogs = {name: fixture_catalog(suite, name) for name in suite.fixtures}
     links = {name: fixture_links(suite, name) for name in suite.fixtures}
     table_recall, column_recall, whole, tables_kept, columns_kept = [], [], [], [], []
+    missed = dict.fromkeys(MISSED_KINDS, 0)
     for case in suite.cases:
         if not case.expected.query or not case.vars.question:
             continue
@@ -108,6 +132,8 @@ async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
             continue
         shown = await kept(mode, embedder, catalog, links[namespace], case.vars.question)
         shown_columns = {f"{t.name}.{c}" for t in shown.tables for c in t.columns}
+        for table in gold.tables - {t.name for t in shown.tables}:
+            missed[missed_kind(table, gold, catalog, case.vars.question)] += 1
         found_tables = len(gold.tables & {t.name for t in shown.tables}) / len(gold.tables)
         found_columns = len(gold.columns & shown_columns) / len(gold.columns) if gold.columns else 1.0
         table_recall.append(found_tables)
@@ -115,11 +141,11 @@ async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
         whole.append(float(found_tables == found_columns == 1.0))
         tables_kept.append(len(shown.tables) / len(catalog.tables))
         columns_kept.append(len(shown_columns) / sum(len(t.columns) for t in catalog.tables))
+    table_recall_, column_recall_, whole_, tables_kept_, columns_kept_ = (
+        mean(v) if v else 0.0 for v in (table_recall, column_recall, whole, tables_kept, columns_kept)
+    )
     return Row(
-        suite.name,
-        mode.value,
-        len(whole),
-        *(mean(v) if v else 0.0 for v in (table_recall, column_recall, whole, tables_kept, columns_kept)),
+        suite.name, mode.value, len(whole), table_recall_, column_recall_, whole_, tables_kept_, columns_kept_, missed
     )
 
 
@@ -133,6 +159,9 @@ def table(rows: list[Row]) -> str:
         f"| {r.tables_kept:.3f} | {r.columns_kept:.3f} |"
         for r in rows
     ]
+    lines += ["", "Gold tables left out, by kind (`missed_kind`):", ""]
+    lines += ["| suite | mode | " + " | ".join(MISSED_KINDS) + " |", "|---|---|" + "---:|" * len(MISSED_KINDS)]
+    lines += [f"| {r.suite} | {r.mode} | " + " | ".join(str(r.missed[k]) for k in MISSED_KINDS) + " |" for r in rows]
     return "\n".join(lines)
 
 

@@ -67,7 +67,7 @@ def _words(name: str) -> set[str]:
     return set(own_words(name.rsplit(".", 1)[-1])) or set(parts(name.rsplit(".", 1)[-1]))
 
 
-def _named(name: str, asked: list[str], *, whole: bool = False) -> bool:
+def named(name: str, asked: list[str], *, whole: bool = False) -> bool:
     """Whether a question word is one of the name's own words (prefix-alike: course/courses);
     `whole`: every one of them is (a table `domain_author` is not named by "author")."""
     said = [singular(word) for word in asked if len(word) >= 3]
@@ -141,19 +141,19 @@ class SchemaLinker:
 
         column_scores: dict[tuple[str, str], float] = {}
         for (table, column), vector in zip(columns, column_vectors, strict=True):
-            lexical = WORD_MATCH if _named(column, asked) else 0.0
+            lexical = WORD_MATCH if named(column, asked) else 0.0
             lexical += VALUE_MATCH if _values_named(table, column, question) else 0.0
             column_scores[(table.name, column)] = lexical + likeness(vector)
         scores: dict[str, float] = {}
         anchors: set[str] = set()
         for table, vector in zip(catalog.tables, table_vectors, strict=True):
-            named = _named(table.name, asked, whole=True)
+            said = named(table.name, asked, whole=True)
             valued = any(_values_named(table, c, question) for c in table.columns)
-            columns_named = any(_named(c, asked, whole=True) for c in table.columns if own_words(c) and not is_key(c))
-            if named or valued or columns_named:
+            columns_named = any(named(c, asked, whole=True) for c in table.columns if own_words(c) and not is_key(c))
+            if said or valued or columns_named:
                 anchors.add(table.name)
             best_column = max((column_scores[(table.name, c)] for c in table.columns), default=0.0)
-            scores[table.name] = (WORD_MATCH if named else 0.0) + likeness(vector) + best_column
+            scores[table.name] = (WORD_MATCH if said else 0.0) + likeness(vector) + best_column
         ranked = sorted(scores, key=lambda name: (-scores[name], name))
         anchors.update(ranked[:ANCHORS])
         anchors.update(named_columns(catalog, question))

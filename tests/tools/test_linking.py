@@ -4,7 +4,7 @@ the catalog whole; and the offline measurement's reading of a gold query."""
 
 from __future__ import annotations
 
-from datawell.evals.linking import needed
+from datawell.evals.linking import missed_kind, needed
 from datawell.llm.embeddings import HashingEmbedder
 from datawell.storage.access import NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
@@ -80,3 +80,19 @@ def test_the_measurement_reads_a_gold_query_through_its_aliases() -> None:
     assert read is not None
     assert read.tables == {"customers", "orders", "order_lines"}
     assert {"customers.country", "order_lines.quantity", "orders.customer_id"} <= read.columns
+
+
+def test_a_left_out_table_is_put_in_a_failure_category_not_shown() -> None:
+    """The measurement prints why gold tables were left out, by kind, so validation is read by
+    its categories and never by its cases."""
+    gold = needed(
+        "SELECT c.country, SUM(l.quantity) FROM customers c JOIN orders o ON o.customer_id = c.customer_id "
+        "JOIN order_lines l ON l.order_id = o.order_id GROUP BY c.country",
+        CATALOG,
+    )
+    assert gold is not None
+    question = "What quantity did the customers of each country take?"
+    kinds = {t: missed_kind(t, gold, CATALOG, question) for t in sorted(gold.tables)}
+    assert kinds == {"customers": "named whole", "order_lines": "column named", "orders": "joins only"}
+    assert missed_kind("customers", gold, CATALOG, "What did the shoppers buy?") == "unnamed"
+    assert missed_kind("order_lines", gold, CATALOG, "Which lines were discounted?") == "partly named"
