@@ -36,8 +36,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -120,10 +121,7 @@ async def query(folder: Path, work: Path, widths: list[int]) -> dict[str, float]
     store = EmbeddedVectorStore(DIMENSION, folder)
     figures = await search(store, work, started)
     figures |= {f"{part}_growth_mb": mb - before[part] for part, mb in resident_mb().items()}
-    for width in widths:
-        vector_index.EXPANSION_SEARCH = width
-        wider = await search(store, work, time.perf_counter())
-        figures |= {f"{key}@{width}": value for key, value in wider.items() if key != "open_s"}
+    figures |= await at_widths(store, work, widths, partial(setattr, vector_index, "EXPANSION_SEARCH"))
     await store.close()
     return figures
 
@@ -147,6 +145,18 @@ async def search(store: EmbeddedVectorStore | PgVectorStore, work: Path, started
     return figures
 
 
+async def at_widths(
+    store: EmbeddedVectorStore | PgVectorStore, work: Path, widths: list[int], widen: Callable[[int], None]
+) -> dict[str, float]:
+    """`search` again at each further width (`widen` sets the store's), its figures suffixed `@width`."""
+    figures: dict[str, float] = {}
+    for width in widths:
+        widen(width)
+        wider = await search(store, work, time.perf_counter())
+        figures |= {f"{key}@{width}": value for key, value in wider.items() if key != "open_s"}
+    return figures
+
+
 async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, widths: list[int]) -> dict[str, float]:
     """The same vectors and questions through `PgVectorStore`, in a new database on `server`,
     written as the service writes them: each dataset's partition without its index, then
@@ -163,10 +173,7 @@ async def pgvector(server: str, datasets: dict[str, np.ndarray], work: Path, wid
         table = store.table(ROWS).name
         figures = await write(store, datasets)
         figures |= await search(store, work, time.perf_counter())
-        for width in widths:
-            pgvector_store.EF_SEARCH = width
-            wider = await search(store, work, time.perf_counter())
-            figures |= {f"{key}@{width}": value for key, value in wider.items() if key != "open_s"}
+        figures |= await at_widths(store, work, widths, partial(setattr, pgvector_store, "EF_SEARCH"))
         async with engine.connect() as connection:
             query = (
                 "SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = CAST(:t AS regclass)"
