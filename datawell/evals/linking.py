@@ -33,7 +33,7 @@ from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.coverage import content_words
-from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named
+from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named, names_a_column
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import LinkEnds
 
@@ -62,7 +62,7 @@ def missed_kind(table: str, gold: Needed, catalog: Catalog, question: str) -> st
         return "named whole"
     if named(table, asked):
         return "partly named"
-    if info is not None and any(named(c, asked, whole=True) for c in info.columns if not is_key(c)):
+    if info is not None and names_a_column(info, asked):
         return "column named"
     return "unnamed"
 
@@ -131,10 +131,11 @@ async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
         if gold is None or not gold.tables:
             continue
         shown = await kept(mode, embedder, catalog, links[namespace], case.vars.question)
+        shown_tables = {t.name for t in shown.tables}
         shown_columns = {f"{t.name}.{c}" for t in shown.tables for c in t.columns}
-        for table in gold.tables - {t.name for t in shown.tables}:
+        for table in gold.tables - shown_tables:
             missed[missed_kind(table, gold, catalog, case.vars.question)] += 1
-        found_tables = len(gold.tables & {t.name for t in shown.tables}) / len(gold.tables)
+        found_tables = len(gold.tables & shown_tables) / len(gold.tables)
         found_columns = len(gold.columns & shown_columns) / len(gold.columns) if gold.columns else 1.0
         table_recall.append(found_tables)
         column_recall.append(found_columns)

@@ -75,6 +75,11 @@ def named(name: str, asked: list[str], *, whole: bool = False) -> bool:
     return all(found) if whole else any(found)
 
 
+def names_a_column(table: TableInfo, asked: list[str]) -> bool:
+    """Whether the question names one of the table's columns whole, its keys aside (`id` is everyone's)."""
+    return any(named(c, asked, whole=True) for c in table.columns if own_words(c) and not is_key(c))
+
+
 def _values_named(table: TableInfo, column: str, question: str) -> bool:
     hint = table.hints.get(column)
     folded = question.casefold()
@@ -149,8 +154,7 @@ class SchemaLinker:
         for table, vector in zip(catalog.tables, table_vectors, strict=True):
             said = named(table.name, asked, whole=True)
             valued = any(_values_named(table, c, question) for c in table.columns)
-            columns_named = any(named(c, asked, whole=True) for c in table.columns if own_words(c) and not is_key(c))
-            if said or valued or columns_named:
+            if said or valued or names_a_column(table, asked):
                 anchors.add(table.name)
             best_column = max((column_scores[(table.name, c)] for c in table.columns), default=0.0)
             scores[table.name] = (WORD_MATCH if said else 0.0) + likeness(vector) + best_column
