@@ -141,6 +141,7 @@ def run_suite(
         rules_off=_in_effect(options.rules_off),
         retrieved_examples=settings.retrieved_examples,
         query_grammar=settings.query_grammar,
+        schema_linking=settings.schema_linking,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )

@@ -6,7 +6,8 @@
 For every nl2ql case with a gold query, the suite's fixtures become the catalog as
 `coverage_check` builds it (fields, descriptions, stored values as hints would show them;
 the fixtures' links when the suite activates them), the linker runs on the question in each
-mode (`off` is today's pruning), and the gold query, parsed with sqlglot, says what was
+mode (`off` is pruning alone, `widened` pruning widened by linking as the service does with
+`DATAWELL_SCHEMA_LINKING`), and the gold query, parsed with sqlglot, says what was
 needed: its tables, and its columns qualified by table (aliases resolved). Per suite and
 mode: mean recall of the gold's tables and columns, the share of cases with both whole, and
 the mean share of the catalog's tables and columns kept. Only totals are printed, for every
@@ -33,11 +34,13 @@ from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.coverage import content_words
-from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named, names_a_column
+from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named, names_a_column, widened
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import LinkEnds
 
 SUITES = ("dev", "validation", "nl2ql", "erp")
+WIDENED = "widened"  # pruning, widened by linking's tables (the service with DATAWELL_SCHEMA_LINKING)
+MODES = (*(m.value for m in LinkMode), WIDENED)
 
 
 @dataclass(frozen=True)
@@ -109,15 +112,18 @@ def fixture_links(suite: Suite, name: str) -> list[LinkEnds]:
     return [(link.origin, link.destination, str(link.match_type), link.hits) for link in fixture.links]
 
 
-async def kept(mode: LinkMode, embedder: Embedder, catalog: Catalog, links: list[LinkEnds], question: str) -> Catalog:
+async def kept(mode: str, embedder: Embedder, catalog: Catalog, links: list[LinkEnds], question: str) -> Catalog:
     ends = [(a, b) for a, b, _, _ in link_columns(catalog, links)]
-    if mode == LinkMode.OFF:
+    if mode in (LinkMode.OFF, WIDENED):
         tables = [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in ends]
-        return await SchemaPruner(embedder).prune(catalog, tables, question)
-    return (await SchemaLinker(embedder, mode).link(catalog, ends, question)).catalog
+        pruned = await SchemaPruner(embedder).prune(catalog, tables, question)
+        if mode == LinkMode.OFF or len(pruned.tables) == len(catalog.tables):
+            return pruned
+        return widened(catalog, pruned, await SchemaLinker(embedder).link(catalog, ends, question))
+    return (await SchemaLinker(embedder, LinkMode(mode)).link(catalog, ends, question)).catalog
 
 
-async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
+async def measure(suite: Suite, mode: str, embedder: Embedder) -> Row:
     catalogs = {name: fixture_catalog(suite, name) for name in suite.fixtures}
     links = {name: fixture_links(suite, name) for name in suite.fixtures}
     table_recall, column_recall, whole, tables_kept, columns_kept = [], [], [], [], []
@@ -146,7 +152,7 @@ async def measure(suite: Suite, mode: LinkMode, embedder: Embedder) -> Row:
         mean(v) if v else 0.0 for v in (table_recall, column_recall, whole, tables_kept, columns_kept)
     )
     return Row(
-        suite.name, mode.value, len(whole), table_recall_, column_recall_, whole_, tables_kept_, columns_kept_, missed
+        suite.name, mode, len(whole), table_recall_, column_recall_, whole_, tables_kept_, columns_kept_, missed
     )
 
 
@@ -174,7 +180,7 @@ def embedder_of(spec: str) -> Embedder:
     return HashingEmbedder() if spec == "hashing" else StaticMiniLMEmbedder(Path(spec))
 
 
-async def main(suites: list[str], embedder: Embedder, modes: list[LinkMode]) -> list[Row]:
+async def main(suites: list[str], embedder: Embedder, modes: list[str]) -> list[Row]:
     return [await measure(load_suite(name), mode, embedder) for name in suites for mode in modes]
 
 
@@ -184,7 +190,8 @@ Written by `python -m datawell.evals.linking {arguments}` (offline: no chat mode
 from the fixtures as `coverage_check` builds it). Recall is the share of the gold query's
 tables (columns, qualified by table) the linked catalog keeps; "whole recall" the share of
 cases that keep all of them; "kept" the mean share of the catalog's tables and columns shown.
-`off` is pruning as before linking (only namespaces over the limits are pruned).
+`off` is pruning as before linking (only namespaces over the limits are pruned); `widened` is
+pruning widened by linking's tables, as the service does with `DATAWELL_SCHEMA_LINKING`.
 
 """
 
@@ -192,11 +199,11 @@ cases that keep all of them; "kept" the mean share of the catalog's tables and c
 def cli() -> None:
     parser = argparse.ArgumentParser(prog="python -m datawell.evals.linking")
     parser.add_argument("--suite", action="append", help=f"a suite name or file (default: {', '.join(SUITES)})")
-    parser.add_argument("--mode", action="append", choices=[m.value for m in LinkMode])
+    parser.add_argument("--mode", action="append", choices=MODES)
     parser.add_argument("--embedder", default="minilm", help="minilm, hashing, or a distilled static model's folder")
     parser.add_argument("--write", type=Path, help="also write the table as markdown to this file")
     arguments = parser.parse_args()
-    modes = [LinkMode(m) for m in arguments.mode or [m.value for m in LinkMode]]
+    modes = arguments.mode or list(MODES)
     rows = asyncio.run(main(arguments.suite or list(SUITES), embedder_of(arguments.embedder), modes))
     print(table(rows))
     if arguments.write:

@@ -80,6 +80,7 @@ class RunInfo(_Record):
     retrieved_examples: int = 0  # examples from other databases per question (DATAWELL_RETRIEVED_EXAMPLES; issue 50)
     # the embedded model wrote its query under the catalog's grammar (DATAWELL_QUERY_GRAMMAR; issue 50)
     query_grammar: bool = False
+    schema_linking: bool = False  # schema linking widened pruned catalogs (DATAWELL_SCHEMA_LINKING; issue 50)
     threshold: float = 0.0
     started_at: datetime
     finished_at: datetime | None = None

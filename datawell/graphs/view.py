@@ -14,6 +14,7 @@ from datawell.ontology.links import MatchType
 from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog
 from datawell.tools.examples import Example, render_examples
+from datawell.tools.linking import Linked, inferred_joins, widened
 from datawell.tools.ql import LinkEnds, Who
 from datawell.tools.retrieved_examples import CorpusEntry, render_retrieved
 
@@ -32,6 +33,12 @@ class Pruner(Protocol):
     """Keeps the tables of a large catalog that matter to a question (`tools.pruning.SchemaPruner`)."""
 
     async def prune(self, catalog: Catalog, joins: list[tuple[str, str]], question: str) -> Catalog: ...
+
+
+class Linker(Protocol):
+    """Links a question to the tables it needs and the join path between them (`tools.linking.SchemaLinker`)."""
+
+    async def link(self, catalog: Catalog, joins: list[tuple[str, str]], question: str) -> Linked: ...
 
 
 class Examples(Protocol):
@@ -85,12 +92,14 @@ def column_type(catalog: Catalog, column: str) -> str | None:
     return info.columns.get(field) if info else None
 
 
-def render_links(catalog: Catalog, links: list[LinkEnds]) -> str:
-    """Active links as joins, for the prompt."""
+def render_links(catalog: Catalog, links: list[LinkEnds], inferred: list[tuple[str, str]] | None = None) -> str:
+    """Active links as joins, for the prompt; then the `inferred` ones (schema linking's join
+    path read from key names), marked as such."""
     lines = [
         f"- {join_condition(catalog, left, right, kind)} ({kind}, {hits} matching values)"
         for left, right, kind, hits in link_columns(catalog, links)
     ]
+    lines += [f"- {left} = {right} (keys named alike)" for left, right in inferred or []]
     return "\n".join(lines) or NO_LINKS
 
 
@@ -112,6 +121,7 @@ class Described:
 class NamespaceView:
     reader: NamespaceReader
     pruner: Pruner | None = None  # None: the whole catalog for every question
+    linker: Linker | None = None  # widens what pruning keeps (issue 50, DATAWELL_SCHEMA_LINKING)
     examples: Examples | None = None  # verified question -> query pairs of the namespace
     few_shot: int = 3  # the most similar verified examples shown to the query writer
     retrieved: Retriever | None = None  # question -> query pairs on other databases (issue 50)
@@ -120,18 +130,21 @@ class NamespaceView:
 
     async def describe(self, caller: Caller, namespace: NamespaceRef, question: str = "") -> Described:
         """The namespace as this caller may read it; with a question, only the tables relevant
-        to it when the namespace is large (schema pruning)."""
+        to it when the namespace is large (schema pruning, widened by schema linking when on)."""
         catalog = await self.reader.catalog(caller, namespace)
         links = await self.reader.links(caller, namespace)
-        shown = catalog
+        shown, inferred = catalog, []
         if question and self.pruner is not None:
-            ends = link_columns(catalog, links)
+            active = [(a, b) for a, b, _, _ in link_columns(catalog, links)]
             shown = await self.pruner.prune(
-                catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b, _, _ in ends], question
+                catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in active], question
             )
+            if self.linker is not None and len(shown.tables) < len(catalog.tables):
+                linked = await self.linker.link(catalog, active, question)
+                shown, inferred = widened(catalog, shown, linked), inferred_joins(linked, active)
         return Described(
             catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
-            links=render_links(shown, links),
+            links=render_links(shown, links, inferred),
             columns=[f"{t.name}.{c}" for t in shown.tables for c in t.columns],
             pruned=len(shown.tables) < len(catalog.tables),
         )

@@ -14,6 +14,7 @@ from datawell.graphs.view import NamespaceView
 from datawell.observability import recorder as recording
 from datawell.services import Services
 from datawell.tools.checker import Caps
+from datawell.tools.linking import SchemaLinker
 from datawell.tools.pruning import PruneLimits, SchemaPruner
 from datawell.tools.retrieved_examples import bundled_corpus
 from datawell.tools.rewrite.registry import rules_off
@@ -42,6 +43,7 @@ def query_deps(services: Services) -> QueryDeps:
                     s.settings.schema_prune_tables, s.settings.schema_prune_columns, s.settings.schema_prune_keep
                 ),
             ),
+            linker=SchemaLinker(s.embedder) if s.settings.schema_linking else None,
             examples=s.examples,
             few_shot=s.settings.query_few_shot,
             retrieved=bundled_corpus() if s.settings.retrieved_examples else None,

@@ -16,7 +16,11 @@ and applies to a namespace of any size. Per question:
 - the join path is written out for the prompt: `join path: a.x = b.y, b.z = c.w`.
 
 Linking is a first try like pruning: the nl2ql graph widens to the full catalog when a query
-names something the linked one left out."""
+names something the linked one left out. In service (`DATAWELL_SCHEMA_LINKING`, off by
+default) it widens pruning rather than replacing it: a namespace over the prune limits shows
+the tables pruning keeps and those linking keeps (`widened`), with the join path's links that
+are not the namespace's own written out (`inferred_joins`); a namespace within the limits is
+shown whole, as before, so its prompt stays the same for every question."""
 
 from __future__ import annotations
 
@@ -168,6 +172,18 @@ class SchemaLinker:
             ends = {end for pair in path for end in pair}
             tables = [_columns_kept(t, column_scores, ends) for t in tables]
         return Linked(replace(catalog, tables=tables), path)
+
+
+def widened(catalog: Catalog, pruned: Catalog, linked: Linked) -> Catalog:
+    """The tables pruning kept and those linking kept, in the catalog's order."""
+    names = {t.name for t in pruned.tables} | {t.name for t in linked.catalog.tables}
+    return replace(catalog, tables=[t for t in catalog.tables if t.name in names])
+
+
+def inferred_joins(linked: Linked, active: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The join path's links read from names (`key_links`): those no active link already states."""
+    stated = {frozenset(pair) for pair in active}
+    return [pair for pair in linked.joins if frozenset(pair) not in stated]
 
 
 def _graph(catalog: Catalog, joins: list[tuple[str, str]]) -> nx.Graph:

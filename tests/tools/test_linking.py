@@ -1,14 +1,18 @@
 """Schema linking (`tools/linking.py`): the tables a question needs with the join path
 between them, a chain's unnamed middle included; keys kept in `columns` mode; `off` leaves
-the catalog whole; and the offline measurement's reading of a gold query."""
+the catalog whole; in service, a pruned catalog widened with the join path written out and a
+small one never linked; and the offline measurement's reading of a gold query."""
 
 from __future__ import annotations
 
 from datawell.evals.linking import missed_kind, needed
+from datawell.graphs.view import NamespaceView
 from datawell.llm.embeddings import HashingEmbedder
-from datawell.storage.access import NamespaceRef
+from datawell.storage.access import Caller, NamespaceRef
 from datawell.tools.catalog import Catalog, TableInfo
-from datawell.tools.linking import LinkMode, SchemaLinker
+from datawell.tools.linking import Linked, LinkMode, SchemaLinker, inferred_joins, widened
+from datawell.tools.pruning import PruneLimits, SchemaPruner
+from datawell.tools.ql import LinkEnds
 
 SHOP = NamespaceRef(id="ns-shop", owner="evals", name="shop")
 
@@ -96,3 +100,60 @@ def test_a_left_out_table_is_put_in_a_failure_category_not_shown() -> None:
     assert kinds == {"customers": "named whole", "order_lines": "column named", "orders": "joins only"}
     assert missed_kind("customers", gold, CATALOG, "What did the shoppers buy?") == "unnamed"
     assert missed_kind("order_lines", gold, CATALOG, "Which lines were discounted?") == "partly named"
+
+
+class Reader:
+    """A namespace of `CATALOG` with no links of its own (as the dev and validation fixtures)."""
+
+    async def catalog(self, who: object, namespace: NamespaceRef) -> Catalog:
+        return CATALOG
+
+    async def links(self, who: object, namespace: NamespaceRef) -> list[LinkEnds]:
+        return []
+
+
+class NoLinker:
+    async def link(self, catalog: Catalog, joins: list[tuple[str, str]], question: str) -> Linked:
+        raise AssertionError("a namespace within the prune limits is never linked")
+
+
+ASKER = Caller("u-1", "ana", (SHOP,))
+ASKED = "Which country's customers bought the most products?"
+
+
+async def test_linking_widens_a_pruned_catalog_and_writes_out_the_join_path_read_from_key_names() -> None:
+    """With DATAWELL_SCHEMA_LINKING the query writer of a large namespace sees what pruning kept,
+    the chain that joins it to the other tables the question needs, and how they join."""
+    pruner = SchemaPruner(ZeroEmbedder(), PruneLimits(max_tables=3, max_columns=100, keep=1))
+    alone = await NamespaceView(Reader(), pruner=pruner).describe(ASKER, SHOP, ASKED)
+    linked = await NamespaceView(Reader(), pruner=pruner, linker=SchemaLinker(ZeroEmbedder())).describe(
+        ASKER, SHOP, ASKED
+    )
+
+    assert alone.columns == ["customers.customer_id", "customers.name", "customers.country"] and alone.links == "(none)"
+    for name in ("customers", "orders", "order_lines", "products"):
+        assert f"Table {name} " in linked.catalog
+    assert "Table warehouses" not in linked.catalog and linked.pruned
+    assert linked.links.splitlines() == [
+        "- order_lines.order_id = orders.order_id (keys named alike)",
+        "- order_lines.product_id = products.product_id (keys named alike)",
+        "- orders.customer_id = customers.customer_id (keys named alike)",
+    ]
+
+
+async def test_a_namespace_within_the_prune_limits_is_shown_whole_and_never_linked() -> None:
+    pruner = SchemaPruner(ZeroEmbedder(), PruneLimits(max_tables=6, max_columns=100, keep=1))
+    shown = await NamespaceView(Reader(), pruner=pruner, linker=NoLinker()).describe(ASKER, SHOP, ASKED)
+    assert shown.catalog == CATALOG.render() and not shown.pruned
+
+
+def test_a_link_the_namespace_states_is_not_written_again_as_inferred() -> None:
+    path = [("orders.customer_id", "customers.customer_id"), ("order_lines.order_id", "orders.order_id")]
+    linked = Linked(CATALOG, path)
+    assert inferred_joins(linked, [("customers.customer_id", "orders.customer_id")]) == [path[1]]
+    pruned = Catalog(SHOP, [CATALOG.tables[3]])
+    assert names(widened(CATALOG, pruned, Linked(Catalog(SHOP, CATALOG.tables[:2]), []))) == [
+        "customers",
+        "orders",
+        "products",
+    ]
