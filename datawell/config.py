@@ -186,7 +186,7 @@ class Settings(BaseSettings):
     )
     query_max_semantic: int = Field(10, ge=1, description="semantic() calls one query may make.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
-    query_name_columns: bool = Field(False, description="The query writer first names the catalog columns its query uses.")
+    query_name_columns: bool = Field(False, description="The query writer first lists the columns its query uses.")
     query_grammar: bool = Field(
         False,
         description="The embedded model writes its query under a grammar built from the catalog's tables and columns, "
@@ -255,8 +255,9 @@ class Settings(BaseSettings):
     )
     schema_prune_columns: int = Field(60, ge=1, description="...or with more columns than this, in all its tables.")
     schema_prune_keep: int = Field(6, ge=1, description="At most this many tables in a pruned catalog.")
-    # issue 50: the tables schema linking picks join a pruned catalog, with the join path read from key names
+    # issue 50: the tables schema linking picks join a pruned catalog; also its join path read from key names
     schema_linking: bool = Field(False, description="Schema linking widens a pruned catalog (docs/evals.md).")
+    schema_linking_joins: bool = Field(False, description="...and writes its join path's links read from key names.")
 
     # Requests
     max_request_bytes: int = Field(

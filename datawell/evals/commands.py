@@ -142,6 +142,7 @@ def run_suite(
         retrieved_examples=settings.retrieved_examples,
         query_grammar=settings.query_grammar,
         schema_linking=settings.schema_linking,
+        schema_linking_joins=settings.schema_linking_joins,
         threshold=suite.threshold,
         started_at=datetime.now(UTC),
     )

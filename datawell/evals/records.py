@@ -81,6 +81,7 @@ class RunInfo(_Record):
     # the embedded model wrote its query under the catalog's grammar (DATAWELL_QUERY_GRAMMAR; issue 50)
     query_grammar: bool = False
     schema_linking: bool = False  # schema linking widened pruned catalogs (DATAWELL_SCHEMA_LINKING; issue 50)
+    schema_linking_joins: bool = False  # ...and wrote its join path (DATAWELL_SCHEMA_LINKING_JOINS)
     threshold: float = 0.0
     started_at: datetime
     finished_at: datetime | None = None

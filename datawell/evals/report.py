@@ -127,7 +127,8 @@ def render_markdown(report: Report) -> str:
         + (f"; query rules off: {', '.join(run.rules_off)}" if run.rules_off else "")
         + (f"; retrieved examples: {run.retrieved_examples}" if run.retrieved_examples else "")
         + ("; query grammar: on" if run.query_grammar else "")
-        + ("; schema linking: on" if run.schema_linking else ""),
+        + ("; schema linking: on" if run.schema_linking else "")
+        + ("; linked join path: on" if run.schema_linking_joins else ""),
         f"- run: {run.started_at:%Y-%m-%d %H:%M} UTC, {totals.n} cases",
         f"- **{verdict}**: pass rate {totals.pass_rate.text(percent=True)} (threshold {100 * report.threshold:.0f}%)",
         f"- score {totals.score.text()}" + (f"; {_metrics_text(totals)}" if totals.metrics else ""),

@@ -122,6 +122,7 @@ class NamespaceView:
     reader: NamespaceReader
     pruner: Pruner | None = None  # None: the whole catalog for every question
     linker: Linker | None = None  # widens what pruning keeps (issue 50, DATAWELL_SCHEMA_LINKING)
+    linked_joins: bool = False  # and writes out its join path's links read from key names
     examples: Examples | None = None  # verified question -> query pairs of the namespace
     few_shot: int = 3  # the most similar verified examples shown to the query writer
     retrieved: Retriever | None = None  # question -> query pairs on other databases (issue 50)
@@ -141,7 +142,8 @@ class NamespaceView:
             )
             if self.linker is not None and len(shown.tables) < len(catalog.tables):
                 linked = await self.linker.link(catalog, active, question)
-                shown, inferred = widened(catalog, shown, linked), inferred_joins(linked, active)
+                shown = widened(catalog, shown, linked)
+                inferred = inferred_joins(linked, active) if self.linked_joins else []
         return Described(
             catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
             links=render_links(shown, links, inferred),

@@ -44,6 +44,7 @@ def query_deps(services: Services) -> QueryDeps:
                 ),
             ),
             linker=SchemaLinker(s.embedder) if s.settings.schema_linking else None,
+            linked_joins=s.settings.schema_linking_joins,
             examples=s.examples,
             few_shot=s.settings.query_few_shot,
             retrieved=bundled_corpus() if s.settings.retrieved_examples else None,

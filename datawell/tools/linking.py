@@ -18,8 +18,9 @@ and applies to a namespace of any size. Per question:
 Linking is a first try like pruning: the nl2ql graph widens to the full catalog when a query
 names something the linked one left out. In service (`DATAWELL_SCHEMA_LINKING`, off by
 default) it widens pruning rather than replacing it: a namespace over the prune limits shows
-the tables pruning keeps and those linking keeps (`widened`), with the join path's links that
-are not the namespace's own written out (`inferred_joins`); a namespace within the limits is
+the tables pruning keeps and those linking keeps (`widened`), and with
+`DATAWELL_SCHEMA_LINKING_JOINS` the join path's links that are not the namespace's own written
+out (`inferred_joins`); a namespace within the limits is
 shown whole, as before, so its prompt stays the same for every question."""
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ small one never linked; and the offline measurement's reading of a gold query.""
 
 from __future__ import annotations
 
+import dataclasses
+
 from datawell.evals.linking import missed_kind, needed
 from datawell.graphs.view import NamespaceView
 from datawell.llm.embeddings import HashingEmbedder
@@ -122,18 +124,19 @@ ASKED = "Which country's customers bought the most products?"
 
 
 async def test_linking_widens_a_pruned_catalog_and_writes_out_the_join_path_read_from_key_names() -> None:
-    """With DATAWELL_SCHEMA_LINKING the query writer of a large namespace sees what pruning kept,
+    """With DATAWELL_SCHEMA_LINKING (and _JOINS) the query writer of a large namespace sees what pruning kept,
     the chain that joins it to the other tables the question needs, and how they join."""
     pruner = SchemaPruner(ZeroEmbedder(), PruneLimits(max_tables=3, max_columns=100, keep=1))
     alone = await NamespaceView(Reader(), pruner=pruner).describe(ASKER, SHOP, ASKED)
-    linked = await NamespaceView(Reader(), pruner=pruner, linker=SchemaLinker(ZeroEmbedder())).describe(
-        ASKER, SHOP, ASKED
-    )
+    view = NamespaceView(Reader(), pruner=pruner, linker=SchemaLinker(ZeroEmbedder()))
+    tables_only = await view.describe(ASKER, SHOP, ASKED)
+    linked = await dataclasses.replace(view, linked_joins=True).describe(ASKER, SHOP, ASKED)
 
     assert alone.columns == ["customers.customer_id", "customers.name", "customers.country"] and alone.links == "(none)"
     for name in ("customers", "orders", "order_lines", "products"):
         assert f"Table {name} " in linked.catalog
     assert "Table warehouses" not in linked.catalog and linked.pruned
+    assert tables_only.catalog == linked.catalog and tables_only.links == "(none)"  # the join path is its own switch
     assert linked.links.splitlines() == [
         "- order_lines.order_id = orders.order_id (keys named alike)",
         "- order_lines.product_id = products.product_id (keys named alike)",
