@@ -29,12 +29,12 @@ from sqlglot.optimizer.qualify import qualify
 from datawell.evals.coverage_check import fixture_catalog
 from datawell.evals.fixtures import load_fixture
 from datawell.evals.suites import Suite, load_suite
-from datawell.graphs.view import link_columns
+from datawell.graphs.view import link_columns, shown_catalog
 from datawell.llm.embeddings import Embedder
 from datawell.tools.catalog import Catalog
 from datawell.tools.checker.allowed import DIALECTS, QL_DIALECT
 from datawell.tools.coverage import content_words
-from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named, names_a_column, widened
+from datawell.tools.linking import LinkMode, SchemaLinker, is_key, named, names_a_column
 from datawell.tools.pruning import SchemaPruner
 from datawell.tools.ql import LinkEnds
 
@@ -114,12 +114,9 @@ def fixture_links(suite: Suite, name: str) -> list[LinkEnds]:
 
 async def kept(mode: str, embedder: Embedder, catalog: Catalog, links: list[LinkEnds], question: str) -> Catalog:
     ends = [(a, b) for a, b, _, _ in link_columns(catalog, links)]
-    if mode in (LinkMode.OFF, WIDENED):
-        tables = [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in ends]
-        pruned = await SchemaPruner(embedder).prune(catalog, tables, question)
-        if mode == LinkMode.OFF or len(pruned.tables) == len(catalog.tables):
-            return pruned
-        return widened(catalog, pruned, await SchemaLinker(embedder).link(catalog, ends, question))
+    if mode in (LinkMode.OFF, WIDENED):  # as the service's view shows it
+        linker = SchemaLinker(embedder) if mode == WIDENED else None
+        return (await shown_catalog(catalog, ends, question, SchemaPruner(embedder), linker))[0]
     return (await SchemaLinker(embedder, LinkMode(mode)).link(catalog, ends, question)).catalog
 
 
@@ -151,9 +148,7 @@ async def measure(suite: Suite, mode: str, embedder: Embedder) -> Row:
     table_recall_, column_recall_, whole_, tables_kept_, columns_kept_ = (
         mean(v) if v else 0.0 for v in (table_recall, column_recall, whole, tables_kept, columns_kept)
     )
-    return Row(
-        suite.name, mode, len(whole), table_recall_, column_recall_, whole_, tables_kept_, columns_kept_, missed
-    )
+    return Row(suite.name, mode, len(whole), table_recall_, column_recall_, whole_, tables_kept_, columns_kept_, missed)
 
 
 def table(rows: list[Row]) -> str:

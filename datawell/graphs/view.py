@@ -1,8 +1,9 @@
 """The namespace as every graph shows it to a model: the catalog (pruned for the question in
-large namespaces), its joins, the verified examples most like the question (and, when
-switched on, public pairs on other databases built like it: issue 50), and the caller's extra
-instructions. The nl2ql and assistant graphs both read it from here, and it
-reads everything through the query tools and the verified examples, never the database."""
+large namespaces, and widened by schema linking when it is on), its joins, the verified
+examples most like the question (and, when switched on, public pairs on other databases built
+like it: issue 50), and the caller's extra instructions. The nl2ql and assistant graphs both
+read it from here, and it reads everything through the query tools and the verified examples,
+never the database."""
 
 from __future__ import annotations
 
@@ -103,6 +104,20 @@ def render_links(catalog: Catalog, links: list[LinkEnds], inferred: list[tuple[s
     return "\n".join(lines) or NO_LINKS
 
 
+async def shown_catalog(
+    catalog: Catalog, active: list[tuple[str, str]], question: str, pruner: Pruner, linker: Linker | None = None
+) -> tuple[Catalog, Linked | None]:
+    """What the query writer is shown of `catalog` for `question`: pruned when it is large, then
+    widened by `linker`'s tables when pruning left some out; `active` are the namespace's links as
+    `table.column` pairs. The linking result comes with it when linking ran."""
+    tables = [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in active]
+    shown = await pruner.prune(catalog, tables, question)
+    if linker is None or len(shown.tables) == len(catalog.tables):
+        return shown, None
+    linked = await linker.link(catalog, active, question)
+    return widened(catalog, shown, linked), linked
+
+
 @dataclass(frozen=True)
 class Described:
     """A namespace as the query writer sees it: the catalog and its joins as prompt text, the
@@ -137,13 +152,9 @@ class NamespaceView:
         shown, inferred = catalog, []
         if question and self.pruner is not None:
             active = [(a, b) for a, b, _, _ in link_columns(catalog, links)]
-            shown = await self.pruner.prune(
-                catalog, [(a.rsplit(".", 1)[0], b.rsplit(".", 1)[0]) for a, b in active], question
-            )
-            if self.linker is not None and len(shown.tables) < len(catalog.tables):
-                linked = await self.linker.link(catalog, active, question)
-                shown = widened(catalog, shown, linked)
-                inferred = inferred_joins(linked, active) if self.linked_joins else []
+            shown, linked = await shown_catalog(catalog, active, question, self.pruner, self.linker)
+            if linked is not None and self.linked_joins:
+                inferred = inferred_joins(linked, active)
         return Described(
             catalog=shown.render() if shown.tables else f"(namespace {namespace} has no datasets yet)",
             links=render_links(shown, links, inferred),

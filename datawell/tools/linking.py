@@ -13,15 +13,15 @@ and applies to a namespace of any size. Per question:
   so a chain whose middle table the question never names still joins;
 - in `columns` mode each kept table keeps only its columns the question is like, its key
   columns and the ends of the join path's links;
-- the join path is written out for the prompt: `join path: a.x = b.y, b.z = c.w`.
+- the join path is kept as `table.column` pairs (`Linked.joins`), for the prompt.
 
 Linking is a first try like pruning: the nl2ql graph widens to the full catalog when a query
 names something the linked one left out. In service (`DATAWELL_SCHEMA_LINKING`, off by
-default) it widens pruning rather than replacing it: a namespace over the prune limits shows
-the tables pruning keeps and those linking keeps (`widened`), and with
-`DATAWELL_SCHEMA_LINKING_JOINS` the join path's links that are not the namespace's own written
-out (`inferred_joins`); a namespace within the limits is
-shown whole, as before, so its prompt stays the same for every question."""
+default) it widens pruning rather than replacing it (`graphs.view.shown_catalog`): a namespace
+over the prune limits shows the tables pruning keeps and those linking keeps (`widened`), and
+with `DATAWELL_SCHEMA_LINKING_JOINS` the join path's links that are not the namespace's own are
+written under Joins (`inferred_joins`); a namespace within the limits is shown whole, as
+before, so its prompt stays the same for every question."""
 
 from __future__ import annotations
 
