@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from datawell.evals.judge import ModelJudge
     from datawell.llm.models import StageChoices
 
-# The graphs and model clients (datawell.app, evals.runner, llm.*) are imported by the
-# commands that run them, so that list, compare and summary answer at once.
+# Graphs and model clients are imported by the commands that run them: list, compare, summary answer at once.
 
 eval_app = typer.Typer(help="Prompt evals: run suites, re-score predictions, compare reports.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -139,11 +138,9 @@ def run_suite(
         prompt_dir=str(prompt_dir) if prompt_dir else None,
         scripted=scripted,
         rules_off=_in_effect(options.rules_off),
-        retrieved_examples=settings.retrieved_examples,
-        query_grammar=settings.query_grammar,
-        schema_linking=settings.schema_linking,
-        schema_linking_joins=settings.schema_linking_joins,
+        **settings.model_dump(include=set(records.SETTINGS_RECORDED)),
         threshold=suite.threshold,
+        held_out=suite.held_out,
         started_at=datetime.now(UTC),
     )
     judge = _judge(options.judge_model, prompt_dir)
@@ -161,11 +158,12 @@ def run_suite(
 
             def done(case: Case, prediction: records.Prediction) -> None:
                 status = prediction.error.code if prediction.error else "ok"
-                progress.update(task, advance=1, description=suite.name, last=f"{case.id}: {status}")
+                label = "a case" if suite.held_out else case.id  # a held-out suite's cases are not read
+                progress.update(task, advance=1, description=suite.name, last=f"{label}: {status}")
                 if not console.is_terminal:  # a log file or CI: no live bar, so one line per case
                     finished = int(progress.tasks[0].completed)
                     seconds = prediction.latency_ms / 1000
-                    console.print(f"{suite.name} {finished}/{len(chosen)} {case.id}: {status} ({seconds:.0f} s)")
+                    console.print(f"{suite.name} {finished}/{len(chosen)} {label}: {status} ({seconds:.0f} s)")
 
             predictions = await runner.predict(
                 suite,
@@ -348,6 +346,7 @@ def score_command(
         raise _fail(f"{folder} has no {records.RUN_FILE}: give a folder written by `datawell eval run`")
     info = records.read_run(folder)
     suite = _load(suite_name or info.suite_path)
+    info = info.model_copy(update={"held_out": suite.held_out})  # runs recorded before the flag
     saved = records.read_predictions(predictions)
     ran = {p.case_id for p in saved}
     suite = _subset(suite, [c for c in suite.cases if c.id in ran])

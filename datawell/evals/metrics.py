@@ -90,6 +90,30 @@ def results_match(
     )
 
 
+def mismatch(
+    predicted: Sequence[dict[str, Any]],
+    gold: Sequence[dict[str, Any]],
+    *,
+    ordered: bool,
+    any_column_order: bool = False,
+    extra_columns: bool = False,
+) -> str:
+    """Why rows that do not match the gold rows differ, as a category a report counts
+    (never the values): "empty", "columns missing" (fewer columns than the gold's), "order"
+    (the right rows in another order), "more rows", "fewer rows", or "other values" (as many
+    rows, not the same)."""
+    if gold and not predicted:
+        return "empty"
+    if predicted and gold and len(row_values(predicted[0])) < len(row_values(gold[0])):
+        return "columns missing"
+    flags = {"any_column_order": any_column_order, "extra_columns": extra_columns}
+    if ordered and results_match(predicted, gold, ordered=False, **flags):
+        return "order"
+    if len(predicted) != len(gold):
+        return "more rows" if len(predicted) > len(gold) else "fewer rows"
+    return "other values"
+
+
 def _column_pairings(pred_rows: list[tuple[Any, ...]], gold_rows: list[tuple[Any, ...]]) -> Iterable[tuple[int, ...]]:
     """For each gold column in turn, a distinct predicted column with the same set of values."""
     width = len(gold_rows[0])

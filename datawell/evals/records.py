@@ -69,6 +69,16 @@ class Prediction(_Record):
         return None
 
 
+# The service settings a run records (RunInfo's fields of the same names): what changes its answers.
+SETTINGS_RECORDED = (
+    "retrieved_examples",
+    "query_grammar",
+    "query_grammar_repairs",
+    "schema_linking",
+    "schema_linking_joins",
+)
+
+
 class RunInfo(_Record):
     suite: str
     suite_path: str
@@ -80,9 +90,11 @@ class RunInfo(_Record):
     retrieved_examples: int = 0  # examples from other databases per question (DATAWELL_RETRIEVED_EXAMPLES; issue 50)
     # the embedded model wrote its query under the catalog's grammar (DATAWELL_QUERY_GRAMMAR; issue 50)
     query_grammar: bool = False
+    query_grammar_repairs: bool = False  # ...its repairs only (DATAWELL_QUERY_GRAMMAR_REPAIRS)
     schema_linking: bool = False  # schema linking widened pruned catalogs (DATAWELL_SCHEMA_LINKING; issue 50)
     schema_linking_joins: bool = False  # ...and wrote its join path (DATAWELL_SCHEMA_LINKING_JOINS)
     threshold: float = 0.0
+    held_out: bool = False  # the suite decides and is never read case by case (Suite.held_out)
     started_at: datetime
     finished_at: datetime | None = None
     cases: int = 0

@@ -4,7 +4,7 @@ as JSON (`report.json`, what `compare` reads) and Markdown (`report.md`, for peo
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from datawell.evals import metrics
 from datawell.evals.records import RunInfo
-from datawell.evals.scoring import CaseResult
+from datawell.evals.scoring import CaseResult, failure_kind
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -43,6 +43,13 @@ class GroupStats(BaseModel):
     tokens_mean: float | None
 
 
+class FailureGroup(BaseModel):
+    """The failed cases of one kind (`scoring.failure_kind`): how many, and their tags."""
+
+    n: int
+    tags: dict[str, int] = Field(default_factory=dict)  # most first; tags every case has are left out
+
+
 class Report(BaseModel):
     run: RunInfo
     threshold: float
@@ -50,6 +57,7 @@ class Report(BaseModel):
     totals: GroupStats
     by_difficulty: dict[str, GroupStats]
     by_tag: dict[str, GroupStats]
+    failures: dict[str, FailureGroup] = Field(default_factory=dict)  # by kind, most first
     cases: list[CaseResult]
     skipped_assertions: int = 0
 
@@ -92,9 +100,25 @@ def build_report(run: RunInfo, threshold: float, results: list[CaseResult]) -> R
         totals=totals,
         by_difficulty={d: group(by_difficulty[d]) for d in DIFFICULTIES if d in by_difficulty},
         by_tag={t: group(by_tag[t]) for t in sorted(by_tag)},
+        failures=failures(results),
         cases=results,
         skipped_assertions=sum(o.passed is None for r in results for o in r.outcomes),
     )
+
+
+def failures(results: list[CaseResult]) -> dict[str, FailureGroup]:
+    """The failed cases by kind, most first, each with its cases' tags (but those every case
+    of the run has): what a held-out suite is read by instead of its cases."""
+    everywhere = set.intersection(*(set(r.tags) for r in results)) if results else set()
+    kinds: defaultdict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        if not result.passed:
+            kinds[failure_kind(result)].append(result)
+    found = {}
+    for kind, failed in sorted(kinds.items(), key=lambda item: (-len(item[1]), item[0])):
+        tags = Counter(tag for r in failed for tag in r.tags if tag not in everywhere)
+        found[kind] = FailureGroup(n=len(failed), tags=dict(sorted(tags.items(), key=lambda t: (-t[1], t[0]))))
+    return found
 
 
 def _cell(text: str, limit: int = 120) -> str:
@@ -127,6 +151,7 @@ def render_markdown(report: Report) -> str:
         + (f"; query rules off: {', '.join(run.rules_off)}" if run.rules_off else "")
         + (f"; retrieved examples: {run.retrieved_examples}" if run.retrieved_examples else "")
         + ("; query grammar: on" if run.query_grammar else "")
+        + ("; query grammar on repairs: on" if run.query_grammar_repairs else "")
         + ("; schema linking: on" if run.schema_linking else "")
         + ("; linked join path: on" if run.schema_linking_joins else ""),
         f"- run: {run.started_at:%Y-%m-%d %H:%M} UTC, {totals.n} cases",
@@ -146,6 +171,10 @@ def render_markdown(report: Report) -> str:
         *_group_rows("difficulty", report.by_difficulty),
     ]
     lines += ["", "## By tag", "", *_group_rows("tag", report.by_tag)]
+    lines += ["", "## Failures by kind", "", *_failure_rows(report)]
+    if run.held_out:
+        lines += ["", "## Cases", "", HELD_OUT_NOTE]
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         "## Cases",
@@ -162,6 +191,23 @@ def render_markdown(report: Report) -> str:
             f"| {case.tokens if case.tokens is not None else '-'} | {_cell(case.output, 80)} | {_cell(notes)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+HELD_OUT_NOTE = (
+    "Not shown: this suite is held out. It decides and is never read case by case, so its "
+    "reports and comparisons give totals, tags and failure kinds only (report.json keeps the "
+    "cases, for re-scoring)."
+)
+
+
+def _failure_rows(report: Report) -> list[str]:
+    if not report.failures:
+        return ["No case failed."]
+    lines = ["| kind | cases | their tags |", "|---|---|---|"]
+    for kind, found in report.failures.items():
+        tags = ", ".join(f"{tag} {count}" for tag, count in found.tags.items()) or "-"
+        lines.append(f"| {kind} | {found.n} | {tags} |")
+    return lines
 
 
 def _model_text(run: RunInfo) -> str:
@@ -229,6 +275,9 @@ class Comparison(BaseModel):
     pass_rate_a: Stat
     pass_rate_b: Stat
     changes: list[CaseChange]
+    held_out: bool = False  # either run is of a held-out suite: the cases are counted, not named
+    failures_a: dict[str, int] = Field(default_factory=dict)  # failed cases by kind
+    failures_b: dict[str, int] = Field(default_factory=dict)
 
     @property
     def regressions(self) -> list[CaseChange]:
@@ -254,7 +303,14 @@ def compare(a: Report, b: Report, label_a: str = "A", label_b: str = "B") -> Com
             )
         )
     return Comparison(
-        a=label_a, b=label_b, pass_rate_a=a.totals.pass_rate, pass_rate_b=b.totals.pass_rate, changes=changes
+        a=label_a,
+        b=label_b,
+        pass_rate_a=a.totals.pass_rate,
+        pass_rate_b=b.totals.pass_rate,
+        changes=changes,
+        held_out=a.run.held_out or b.run.held_out,
+        failures_a={kind: found.n for kind, found in a.failures.items()},
+        failures_b={kind: found.n for kind, found in b.failures.items()},
     )
 
 
@@ -277,9 +333,12 @@ def render_comparison(comparison: Comparison) -> str:
         f"- {counts['regression']} regressions, {counts['fixed']} fixed, {counts['score']} score changes, "
         f"{counts['added']} added, {counts['removed']} removed",
         "",
+        *_failure_changes(comparison),
     ]
     if not comparison.changes:
         return "\n".join([*lines, "No case changed."]) + "\n"
+    if comparison.held_out:
+        return "\n".join([*lines, HELD_OUT_NOTE]) + "\n"
     lines += ["| case | change | before | after | score before | score after |", "|---|---|---|---|---|---|"]
     order = {"regression": 0, "fixed": 1, "score": 2, "added": 3, "removed": 4}
     for change in sorted(comparison.changes, key=lambda c: (order[c.kind], c.case_id)):
@@ -288,6 +347,16 @@ def render_comparison(comparison: Comparison) -> str:
             f"| {_score(change.score_before)} | {_score(change.score_after)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _failure_changes(comparison: Comparison) -> list[str]:
+    """Failed cases by kind in each run, side by side (nothing when neither report has kinds)."""
+    a, b = comparison.failures_a, comparison.failures_b
+    if not a and not b:
+        return []
+    kinds = sorted({*a, *b}, key=lambda kind: (-max(a.get(kind, 0), b.get(kind, 0)), kind))
+    rows = [f"| {kind} | {a.get(kind, 0)} | {b.get(kind, 0)} |" for kind in kinds]
+    return ["| failed, by kind | before | after |", "|---|---|---|", *rows, ""]
 
 
 def _score(value: float | None) -> str:

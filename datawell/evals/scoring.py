@@ -39,6 +39,9 @@ class Outcome(BaseModel):
     score: float
     weight: float
     detail: str = ""
+    # Why it failed, as a category a report counts ("wrong rows: more rows", "no rows: no valid
+    # query", "refusal: answered"; `failure_kind`); "" when it passed or its type says enough.
+    kind: str = ""
 
 
 class CaseResult(BaseModel):
@@ -60,13 +63,16 @@ class CaseResult(BaseModel):
 GoldLookup = Callable[[str], Awaitable[GoldResult]]
 
 
-def _outcome(assertion: Assertion, passed: bool, score: float | None = None, detail: str = "") -> Outcome:
+def _outcome(
+    assertion: Assertion, passed: bool, score: float | None = None, detail: str = "", kind: str = ""
+) -> Outcome:
     return Outcome(
         type=assertion.type,
         passed=passed,
         score=float(passed) if score is None else score,
         weight=assertion.weight,
         detail=detail,
+        kind="" if passed else kind,
     )
 
 
@@ -92,7 +98,8 @@ async def check(
         return _outcome(assertion, ok, detail="" if ok else _error_text(prediction))
     if kind == "refusal":
         ok = refused(prediction)
-        return _outcome(assertion, ok, detail="refused" if ok else _not_refused(prediction))
+        kind = "refusal: answered" if prediction.rows is not None or prediction.error is None else "refusal: failed"
+        return _outcome(assertion, ok, detail="refused" if ok else _not_refused(prediction), kind=kind)
     if kind == "max-repairs":
         repairs = prediction.repairs
         ok = repairs is not None and repairs <= int(value)
@@ -152,26 +159,50 @@ async def check(
 
 async def _execution_match(assertion: Assertion, case: Case, prediction: Prediction, gold: GoldLookup) -> Outcome:
     if prediction.rows is None:
-        return _outcome(assertion, False, detail=f"no rows: {_error_text(prediction)}")
+        return _outcome(assertion, False, detail=f"no rows: {_error_text(prediction)}", kind=_no_rows_kind(prediction))
     detail = ""
+    kinds = []  # why it matches neither the gold nor each alternative
     for index, gold_query in enumerate(_gold_and_alternatives(assertion, case)):
         expected = await gold(gold_query)
         if expected.rows is None:
             if index == 0:
-                return _outcome(assertion, False, detail=f"the gold query failed: {expected.error}")
+                return _outcome(
+                    assertion, False, detail=f"the gold query failed: {expected.error}", kind="gold query failed"
+                )
             continue
         ordered = _ordered(assertion, case, gold_query)
-        if metrics.results_match(
-            prediction.rows,
-            expected.rows,
-            ordered=ordered,
-            any_column_order=assertion.column_order == "ignore",
-            extra_columns=assertion.extra_columns,
-        ):
+        flags = {"any_column_order": assertion.column_order == "ignore", "extra_columns": assertion.extra_columns}
+        if metrics.results_match(prediction.rows, expected.rows, ordered=ordered, **flags):
             return _outcome(assertion, True, detail="" if index == 0 else f"matches alternative {index}")
         if index == 0:
             detail = f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
-    return _outcome(assertion, False, detail=detail)
+        kinds.append(metrics.mismatch(prediction.rows, expected.rows, ordered=ordered, **flags))
+    # Columns are missing only when no alternative asks for as few as the rows have.
+    kind = next((k for k in kinds if k != "columns missing"), kinds[0] if kinds else "")
+    return _outcome(assertion, False, detail=detail, kind=f"wrong rows: {kind}")
+
+
+def _no_rows_kind(prediction: Prediction) -> str:
+    """Why no rows came back: a refusal, or the run's last problem as the checker names it
+    ("the query names unknown columns"), without the names it quotes; else the error code."""
+    error = prediction.error
+    if error is None:
+        return "no rows: no valid query"
+    if error.code == REFUSAL_CODE:
+        return "no rows: answerable refused"
+    found = _LAST_PROBLEM.search(error.message)
+    problem = re.split(r"['\"(]", found.group(1).rsplit(": ", 1)[-1])[0].strip() if found else ""
+    return f"no rows: no valid query ({problem[:80] or error.code})"
+
+
+_LAST_PROBLEM = re.compile(r"the last problem: ([^;\n]+)")
+
+
+def failure_kind(result: CaseResult) -> str:
+    """Why a failed case failed, as a category: its first failed outcome's kind (its type
+    when the outcome has none, as in reports scored before kinds were kept)."""
+    failed = next((o for o in result.outcomes if o.passed is False), None)
+    return (failed.kind or failed.type) if failed else "no outcome failed"
 
 
 # sql-eval's test for a question that asks for an order (eval/eval.py, normalize_table).

@@ -168,6 +168,11 @@ class Suite(_Strict):
         False, description="the implied execution-match allows extra columns (see Assertion.extra_columns)"
     )
     order: Literal["auto", "question"] = Field("auto", description="the implied execution-match's `order`")
+    held_out: bool = Field(
+        False,
+        description="the suite decides and is never read case by case: its reports and comparisons show totals, "
+        "tags and failure kinds, not cases (report.json still holds them, for re-scoring)",
+    )
     defaults: Defaults = Field(default_factory=Defaults)
     cases: list[Case] = Field(default_factory=list)
     cases_files: list[str] = Field(default_factory=list)

@@ -94,6 +94,56 @@ def test_below_threshold_exits_1_then_compare_and_rescore(tmp_path: Path, monkey
     assert "2/3 passed" in rescored.output
 
 
+def test_a_report_counts_its_failures_by_kind_with_their_tags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failures are counted by why they failed (wrong rows of some kind, no rows, a refusal
+    answered), each with its cases' tags: what a suite is read by without reading its cases."""
+    suite = write_suite(tmp_path, SUITE)
+    use_answers(monkeypatch, {**WORSE, "How many orders?": None, "Delete everything.": "SELECT name FROM customers"})
+    assert invoke("run", str(suite), "--out", str(tmp_path / "b")).exit_code == 1
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert report["failures"] == {
+        "no rows: answerable refused": {"n": 1, "tags": {"aggregate": 1}},
+        "refusal: answered": {"n": 1, "tags": {"refuse": 1}},
+        "wrong rows: more rows": {"n": 1, "tags": {"filter": 1}},  # more customers live in France
+    }
+    markdown = (tmp_path / "b" / "report.md").read_text()
+    assert "## Failures by kind\n\n| kind | cases | their tags |" in markdown
+    assert "| refusal: answered | 1 | refuse 1 |" in markdown
+
+    use_answers(monkeypatch, GOOD)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "a")).exit_code == 0
+    assert "## Failures by kind\n\nNo case failed." in (tmp_path / "a" / "report.md").read_text()
+    compared = invoke("compare", str(tmp_path / "a"), str(tmp_path / "b")).output
+    assert "| failed, by kind | before | after |" in compared and "| wrong rows: more rows | 0 | 1 |" in compared
+
+
+def test_a_held_out_suite_is_reported_and_compared_without_its_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held-out suite decides and is never read case by case: its progress, report and
+    comparison name no case; report.json keeps them for re-scoring."""
+    suite = write_suite(tmp_path, SUITE.replace("threshold: 0.75", "threshold: 0.75\nheld_out: true"))
+    use_answers(monkeypatch, GOOD)
+    good = invoke("run", str(suite), "--out", str(tmp_path / "a"))
+    assert good.exit_code == 0 and "cli-mini 2/3 a case: ok (" in good.output and "germany" not in good.output
+    use_answers(monkeypatch, WORSE)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "b")).exit_code == 1
+    markdown = (tmp_path / "b" / "report.md").read_text()
+    assert "germany" not in markdown and "Not shown: this suite is held out." in markdown
+    assert "| wrong rows: more rows | 1 | filter 1 |" in markdown
+    assert json.loads((tmp_path / "b" / "report.json").read_text())["run"]["held_out"] is True
+    compared = invoke("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on-regression")
+    assert compared.exit_code == 1 and "1 regressions, 0 fixed" in compared.output
+    assert "germany" not in compared.output and "| wrong rows: more rows | 0 | 1 |" in compared.output
+    # A run recorded before the suite was marked held out is re-scored as held out.
+    suite.write_text(SUITE)
+    assert invoke("run", str(suite), "--out", str(tmp_path / "c")).exit_code == 1
+    assert "germany" in (tmp_path / "c" / "report.md").read_text()
+    suite.write_text(SUITE.replace("threshold: 0.75", "threshold: 0.75\nheld_out: true"))
+    assert invoke("score", str(tmp_path / "c")).exit_code == 1
+    assert "germany" not in (tmp_path / "c" / "report.md").read_text()
+
+
 def test_rescore_runs_a_changed_gold_query_on_a_fresh_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = write_suite(tmp_path, SUITE)
     use_answers(monkeypatch, WORSE)

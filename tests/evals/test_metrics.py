@@ -49,6 +49,30 @@ def test_extra_columns_pass_only_when_allowed_and_every_gold_column_is_there() -
     assert not metrics.results_match(list(reversed(wider)), gold, ordered=True, extra_columns=True)
 
 
+@pytest.mark.parametrize(
+    ("predicted", "kind"),
+    [
+        ([], "empty"),
+        (rows((1,), (2,), names="a"), "columns missing"),  # the gold's second column is not there
+        (rows((2, "y"), (1, "x")), "order"),  # the right rows, asked in order, in another
+        (rows((1, "x"), (2, "y"), (3, "z")), "more rows"),
+        (rows((1, "x")), "fewer rows"),
+        (rows((1, "x"), (2, "z")), "other values"),
+    ],
+)
+def test_a_mismatch_is_named_by_its_kind(predicted: list[dict[str, object]], kind: str) -> None:
+    gold = rows((1, "x"), (2, "y"))
+    assert not metrics.results_match(predicted, gold, ordered=True)
+    assert metrics.mismatch(predicted, gold, ordered=True) == kind
+
+
+def test_a_wider_result_in_another_order_is_named_by_its_order_under_extra_columns() -> None:
+    gold = rows(("Nature", 3), ("Science", 1))
+    wider = rows((1, "Science", 7), (3, "Nature", 2), names="nab")
+    assert metrics.mismatch(wider, gold, ordered=True, extra_columns=True) == "order"
+    assert metrics.mismatch(wider, gold, ordered=True) == "other values"  # without: the extra column counts
+
+
 def test_internal_fields_and_number_types_do_not_matter() -> None:
     predicted = [{"__metadata": {"score": 0.9}, "n": 3.0, "ok": True, "avg": 1 / 3}]
     gold = [{"n": 3, "ok": 1, "avg": 0.3333333333}]
