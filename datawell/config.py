@@ -187,11 +187,9 @@ class Settings(BaseSettings):
     query_max_semantic: int = Field(10, ge=1, description="semantic() calls one query may make.")
     query_max_attempts: int = Field(3, ge=1, description="Tries to write a valid query (the first plus repairs).")
     query_name_columns: bool = Field(False, description="The query writer first lists the columns its query uses.")
-    query_grammar: bool = Field(
-        False,
-        description="The embedded model writes its query under a grammar built from the catalog's tables and columns, "
-        "so it cannot name one the catalog lacks (issue 50; a hosted model is never sent it).",
-    )
+    # issue 50: the embedded model cannot name a table or column the catalog lacks (a hosted model is never held)
+    query_grammar: bool = Field(False, description="The embedded model writes its query under the catalog's grammar.")
+    query_grammar_repairs: bool = Field(False, description="...only its repairs: the first query is written free.")
     # issue 27 (docs/decisions.md): literal matching, refusal by coverage, k query candidates; issue 47:
     # the rewrite rules by name (docs/query-rewrites.md), of which the three switches below are groups
     query_rules_disabled: str = Field(

@@ -56,6 +56,7 @@ def query_deps(services: Services) -> QueryDeps:
         dialect=DIALECT_NAMES.get(s.rows.dialect, s.rows.dialect),
         name_columns=s.settings.query_name_columns,
         query_grammar=s.settings.query_grammar,
+        query_grammar_repairs=s.settings.query_grammar_repairs,
         match_literals=s.settings.query_match_literals,
         fit_shape=s.settings.query_fit_shape,
         mend=s.settings.query_mend,

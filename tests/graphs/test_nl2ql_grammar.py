@@ -45,8 +45,8 @@ def chat_models() -> FixedChatModels:
     return FixedChatModels(LiteLLMChatModel(model=EMBEDDED_MODEL, retry_backoff_seconds=0))
 
 
-async def ask(services: Services, shop: Shop, grammar: bool) -> list[Any]:
-    settings = services.settings.model_copy(update={"query_grammar": grammar})
+async def ask(services: Services, shop: Shop, grammar: bool, repairs: bool = False) -> list[Any]:
+    settings = services.settings.model_copy(update={"query_grammar": grammar, "query_grammar_repairs": repairs})
     run = await Runs(dataclasses.replace(services, settings=settings)).start_nl2ql(
         AskRequest(shop.user, shop.namespace, "Who lives in Oslo?")
     )
@@ -73,6 +73,16 @@ async def test_no_grammar_is_sent_when_the_switch_is_off(
     [request] = server.requests
     assert "grammar" not in request
     assert request["response_format"]["type"] == "json_schema"
+
+
+async def test_with_the_repairs_switch_only_the_attempts_after_the_first_are_held_to_the_grammar(
+    services: Services, shop: Shop, tools: FakeQueryTools, server: FakeServer
+) -> None:
+    tools.run_errors[OSLO] = "no such table: customers"  # every attempt fails: the graph asks again
+    await ask(services, shop, grammar=False, repairs=True)
+    first, *repairs = server.requests
+    assert "grammar" not in first and first["response_format"]["type"] == "json_schema"
+    assert repairs and all('"customers"' in r["grammar"] and "response_format" not in r for r in repairs)
 
 
 async def test_a_hosted_model_is_never_sent_the_grammar(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ class QueryDeps:
     name_columns: bool = False
     # The embedded model decodes its query under a grammar of the catalog's names (tools/grammar.py).
     query_grammar: bool = False
+    query_grammar_repairs: bool = False  # only the attempts after the first, told what was wrong
     match_literals: bool = True  # text literals matched to stored values before a query runs (issue 27)
     fit_shape: bool = True  # unasked LIMITs, whole-number division, unnamed groups mended (tools/rewrite/before_run.py)
     show_measure: bool = False  # a ranking's hidden measure selected, for answers in words (the assistant)
