@@ -98,8 +98,8 @@ async def check(
         return _outcome(assertion, ok, detail="" if ok else _error_text(prediction))
     if kind == "refusal":
         ok = refused(prediction)
-        kind = "refusal: answered" if prediction.rows is not None or prediction.error is None else "refusal: failed"
-        return _outcome(assertion, ok, detail="refused" if ok else _not_refused(prediction), kind=kind)
+        why = "refusal: answered" if prediction.rows is not None or prediction.error is None else "refusal: failed"
+        return _outcome(assertion, ok, detail="refused" if ok else _not_refused(prediction), kind=why)
     if kind == "max-repairs":
         repairs = prediction.repairs
         ok = repairs is not None and repairs <= int(value)
