@@ -171,14 +171,10 @@ def render_markdown(report: Report) -> str:
         *_group_rows("difficulty", report.by_difficulty),
     ]
     lines += ["", "## By tag", "", *_group_rows("tag", report.by_tag)]
-    lines += ["", "## Failures by kind", "", *_failure_rows(report)]
+    lines += ["", "## Failures by kind", "", *_failure_rows(report), "", "## Cases", ""]
     if run.held_out:
-        lines += ["", "## Cases", "", HELD_OUT_NOTE]
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, HELD_OUT_NOTE]) + "\n"
     lines += [
-        "",
-        "## Cases",
-        "",
         "| case | result | score | latency (ms) | tokens | output | notes |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -162,6 +162,7 @@ async def _execution_match(assertion: Assertion, case: Case, prediction: Predict
         return _outcome(assertion, False, detail=f"no rows: {_error_text(prediction)}", kind=_no_rows_kind(prediction))
     detail = ""
     kinds = []  # why it matches neither the gold nor each alternative
+    flags = {"any_column_order": assertion.column_order == "ignore", "extra_columns": assertion.extra_columns}
     for index, gold_query in enumerate(_gold_and_alternatives(assertion, case)):
         expected = await gold(gold_query)
         if expected.rows is None:
@@ -171,14 +172,13 @@ async def _execution_match(assertion: Assertion, case: Case, prediction: Predict
                 )
             continue
         ordered = _ordered(assertion, case, gold_query)
-        flags = {"any_column_order": assertion.column_order == "ignore", "extra_columns": assertion.extra_columns}
         if metrics.results_match(prediction.rows, expected.rows, ordered=ordered, **flags):
             return _outcome(assertion, True, detail="" if index == 0 else f"matches alternative {index}")
         if index == 0:
             detail = f"{len(prediction.rows)} rows, gold has {len(expected.rows)}" + (" (ordered)" if ordered else "")
         kinds.append(metrics.mismatch(prediction.rows, expected.rows, ordered=ordered, **flags))
     # Columns are missing only when no alternative asks for as few as the rows have.
-    kind = next((k for k in kinds if k != "columns missing"), kinds[0] if kinds else "")
+    kind = next((k for k in kinds if k != "columns missing"), kinds[0])  # the gold's is always there
     return _outcome(assertion, False, detail=detail, kind=f"wrong rows: {kind}")
 
 

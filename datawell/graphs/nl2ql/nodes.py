@@ -102,8 +102,8 @@ async def generate(state: QueryState, runtime: Runtime[QueryContext], deps: Quer
         )
     columns = state.get("columns", []) if deps.name_columns else []
     # issue 50: the names the catalog shows, as a grammar the embedded model decodes under (or its repairs only)
-    held = deps.query_grammar or (deps.query_grammar_repairs and bool(feedback))
-    grammar = reply_grammar(state.get("columns", []), columns) if held else ""
+    constrained = deps.query_grammar or (deps.query_grammar_repairs and bool(feedback))
+    grammar = reply_grammar(state.get("columns", []), columns) if constrained else ""
     model = deps.models.for_stage("query", runtime.context.choices)
     # --- issue 27: k query candidates at once, run, and voted on by their results (nl2ql/voting.py) ---
     if deps.candidates > 1 and not attempts and not feedback:
